@@ -1,0 +1,93 @@
+"""What the user sets for ``spanrl ingest`` / ``spanrl transitions build`` (DESIGN §0, §3, §5).
+
+One dataclass shared by stage 1 (files -> lake) and stage 2 (lake -> snapshot). Values come from
+flags, then ``spanrl.toml`` (``[ingest]`` section), then these defaults. The resolved config is
+written into each snapshot's ``manifest.json``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from spanrl.errors import InputError
+
+CREDIT_CHOICES = ("identical", "discounted", "last")
+ADVANTAGE_CHOICES = ("group", "batch", "none")
+MISSING_REWARD_CHOICES = ("drop", "zero")
+
+
+@dataclass
+class IngestConfig:
+    data: Path = field(default=Path("spanrl-data"), metadata={"help": "Data root."})
+    input: str | None = field(default=None, metadata={"help": "Glob of span files (default: <data>/otel/*)."})
+    no_transitions: bool = field(default=False, metadata={"help": "Stop after the lake (stage 1)."})
+    agent: str | None = field(default=None, metadata={"help": "Regex: keep only this agent's LLM calls."})
+    rollout_key: str | None = field(
+        default=None, metadata={"help": "Attribute that identifies a rollout (e.g. session.id)."}
+    )
+    task_key: str | None = field(default=None, metadata={"help": "Attribute that identifies a task."})
+    credit: str = field(default="identical", metadata={"help": "identical | discounted | last."})
+    gamma: float = field(default=0.95, metadata={"help": "Discount for --credit discounted."})
+    advantage: str = field(default="group", metadata={"help": "group | batch | none."})
+    missing_reward: str = field(default="drop", metadata={"help": "drop | zero: rollouts without reward."})
+    settle_s: float = field(default=600.0, metadata={"help": "Quiet time before a rollout is complete."})
+    memory_limit: str = field(default="2GB", metadata={"help": "DuckDB memory limit (spills beyond)."})
+    threads: int | None = field(default=None, metadata={"help": "DuckDB threads (default: all cores)."})
+    config_file: Path | None = field(default=None, metadata={"help": "spanrl.toml with [ingest] and [air]."})
+
+    def __post_init__(self) -> None:
+        self.data = Path(self.data)
+        if self.credit not in CREDIT_CHOICES:
+            raise InputError(f"--credit {self.credit!r}: choose one of {', '.join(CREDIT_CHOICES)}")
+        if self.advantage not in ADVANTAGE_CHOICES:
+            raise InputError(f"--advantage {self.advantage!r}: choose one of {', '.join(ADVANTAGE_CHOICES)}")
+        if self.missing_reward not in MISSING_REWARD_CHOICES:
+            raise InputError(f"--missing-reward {self.missing_reward!r}: choose drop or zero")
+        if not 0.0 < self.gamma <= 1.0:
+            raise InputError(f"--gamma must be in (0, 1], got {self.gamma}")
+        if self.settle_s < 0:
+            raise InputError(f"--settle must be >= 0s, got {self.settle_s}s")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}
+
+
+def load_toml(path: Path | None) -> dict[str, Any]:
+    """Read ``spanrl.toml``; a missing default file is fine, a broken one is an InputError."""
+    if path is None:
+        return {}
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise InputError(f"{path}: config file not found; pass an existing --config or leave it out") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not valid TOML ({exc}); fix the file and run again") from None
+
+
+def find_config_file(data: Path, explicit: Path | None) -> Path | None:
+    """``--config`` when given, else ``<data>/spanrl.toml``, else ``./spanrl.toml`` when they exist."""
+    if explicit is not None:
+        return explicit
+    for candidate in (data / "spanrl.toml", Path("spanrl.toml")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def make_ingest_config(**flags: Any) -> IngestConfig:
+    """Merge flags (None = not given) over the ``[ingest]`` table of the config file."""
+    data = Path(flags.get("data") or "spanrl-data")
+    cfg_file = find_config_file(data, flags.get("config_file"))
+    table = load_toml(cfg_file).get("ingest", {})
+    known = {f.name for f in fields(IngestConfig)}
+    unknown = set(table) - known
+    if unknown:
+        raise InputError(f"{cfg_file}: unknown keys in [ingest]: {', '.join(sorted(unknown))}")
+    merged: dict[str, Any] = {**table, **{k: v for k, v in flags.items() if v is not None}}
+    merged["config_file"] = cfg_file
+    return IngestConfig(**merged)

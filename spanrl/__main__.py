@@ -1,0 +1,3 @@
+from spanrl.cli import cli
+
+cli()

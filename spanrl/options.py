@@ -1,0 +1,44 @@
+"""Flags shared by several subcommands, defined once (sqlite-utils' ``output_options`` habit)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+DEFAULT_DATA = "./spanrl-data"
+
+
+def resolve_data_root(value: str | os.PathLike[str] | None) -> Path:
+    """``--data`` > ``$SPANRL_DATA`` > ``./spanrl-data`` (DESIGN §0)."""
+    if value:
+        return Path(value)
+    return Path(os.environ.get("SPANRL_DATA") or DEFAULT_DATA)
+
+
+def data_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--data DIR``: the data root; resolved to a Path (never None) before the command runs."""
+    return click.option(
+        "--data",
+        "data",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        callback=lambda _ctx, _param, v: resolve_data_root(v),
+        help="Data root (default: $SPANRL_DATA, else ./spanrl-data).",
+    )(func)
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+
+
+def parse_duration(text: str) -> float:
+    """``0s``, ``30s``, ``10m``, ``1h`` -> seconds. A bare number means seconds."""
+    m = _DURATION.match(str(text))
+    if not m:
+        raise click.BadParameter(f"{text!r} is not a duration; write it like 0s, 30s, 10m or 1h")
+    return float(m.group(1)) * _UNIT_SECONDS[m.group(2)]

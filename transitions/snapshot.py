@@ -1,0 +1,230 @@
+"""Write and read transition snapshots: temp folder -> rename, manifest, atomic ``LATEST``.
+
+A snapshot is ``transitions/<snapshot_id>/part-*.parquet`` + ``manifest.json``. It becomes
+visible only by one ``os.rename`` of a complete folder, and ``LATEST`` only by ``os.replace`` of a
+fully written file, so a crash at any point leaves either the old state or the new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from spanrl.transitions.schema import COLUMNS, SCHEMA_VERSION, TRANSITION_SCHEMA, conform
+
+from spanrl import __version__
+from spanrl.errors import InputError
+
+TMP_PREFIX = ".tmp-"
+
+
+def transitions_dir(data: Path | str) -> Path:
+    return Path(data) / "transitions"
+
+
+def new_snapshot_id() -> str:
+    """Sortable UTC time with microseconds: ``20261122T014500123456Z``."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write to a sibling temp file, fsync, then ``os.replace``: readers see old or new, never half."""
+    tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def content_hash(folder: Path) -> str:
+    """sha256 over the rows of every part (sorted by name), ``snapshot_id`` excluded.
+
+    Hashing the Arrow data, not the Parquet bytes, makes the hash independent of writer versions
+    and compression; the builder writes rows in a deterministic order, so the same lake and config
+    give the same hash.
+    """
+    h = hashlib.sha256(f"spanrl-transitions-v{SCHEMA_VERSION}".encode())
+    cols = [c for c in COLUMNS if c != "snapshot_id"]
+    for part in sorted(folder.glob("part-*.parquet")):
+        table = pq.read_table(part, columns=cols).combine_chunks()
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            for batch in table.to_batches(max_chunksize=4096):
+                writer.write_batch(batch)
+        h.update(sink.getvalue().to_pybytes())
+    return h.hexdigest()
+
+
+@dataclass
+class SnapshotDraft:
+    """A snapshot being written: parts go into ``tmp_dir``; ``commit`` publishes it."""
+
+    data: Path
+    snapshot_id: str
+    tmp_dir: Path
+    committed: bool = field(default=False)
+
+    def write_part(self, table: pa.Table, index: int = 0) -> Path:
+        path = self.tmp_dir / f"part-{index:05d}.parquet"
+        pq.write_table(conform(table), path, compression="zstd")
+        return path
+
+    def commit(
+        self,
+        config: dict[str, Any],
+        source_files: list[str],
+        stats: dict[str, Any] | None = None,
+    ) -> Path:
+        """Validate the parts, write the manifest, rename into place, then swap ``LATEST``."""
+        parts = sorted(self.tmp_dir.glob("part-*.parquet"))
+        rows = 0
+        ts_min: Any = None
+        ts_max: Any = None
+        for part in parts:
+            meta = pq.read_schema(part)
+            if meta.names != COLUMNS:
+                raise ValueError(f"{part}: columns {meta.names} do not match schema v{SCHEMA_VERSION}")
+            rows += pq.read_metadata(part).num_rows
+        manifest = {
+            "snapshot_id": self.snapshot_id,
+            "schema_version": SCHEMA_VERSION,
+            "spanrl_version": __version__,
+            "created_at": datetime.now(UTC).isoformat(),
+            "rows": rows,
+            "parts": [p.name for p in parts],
+            "content_hash": content_hash(self.tmp_dir),
+            "config": config,
+            "source_files": sorted(source_files),
+            "stats": stats or {},
+            "min_time_ns": (stats or {}).get("min_time_ns", ts_min),
+            "max_time_ns": (stats or {}).get("max_time_ns", ts_max),
+        }
+        write_text_atomic(self.tmp_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
+        final = transitions_dir(self.data) / self.snapshot_id
+        os.rename(self.tmp_dir, final)
+        write_text_atomic(transitions_dir(self.data) / "LATEST", self.snapshot_id + "\n")
+        self.committed = True
+        return final
+
+
+@contextmanager
+def open_snapshot(data: Path | str, snapshot_id: str | None = None) -> Iterator[SnapshotDraft]:
+    """Start a snapshot in a hidden temp folder; removed again if the block raises or never commits."""
+    root = transitions_dir(data)
+    root.mkdir(parents=True, exist_ok=True)
+    sid = snapshot_id or new_snapshot_id()
+    tmp = root / f"{TMP_PREFIX}{sid}"
+    tmp.mkdir()
+    draft = SnapshotDraft(Path(data), sid, tmp)
+    try:
+        yield draft
+    finally:
+        if not draft.committed:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_snapshot(
+    data: Path | str,
+    table: pa.Table,
+    config: dict[str, Any] | None = None,
+    source_files: list[str] | None = None,
+    stats: dict[str, Any] | None = None,
+) -> Path:
+    """Write one in-memory table as a snapshot (``snapshot_id`` column is filled in here)."""
+    with open_snapshot(data) as draft:
+        sid = pa.array([draft.snapshot_id] * table.num_rows, pa.string())
+        if "snapshot_id" in table.column_names:
+            table = table.set_column(table.column_names.index("snapshot_id"), "snapshot_id", sid)
+        else:
+            table = table.append_column("snapshot_id", sid)
+        draft.write_part(table)
+        return draft.commit(config or {}, source_files or [], stats)
+
+
+def clean_stale_drafts(data: Path | str, older_than_s: float = 3600.0) -> int:
+    """Remove temp folders left by a killed builder (never visible to readers anyway)."""
+    removed = 0
+    now = time.time()
+    for tmp in transitions_dir(data).glob(f"{TMP_PREFIX}*"):
+        if tmp.is_dir() and now - tmp.stat().st_mtime > older_than_s:
+            shutil.rmtree(tmp, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def resolve_snapshot(data: Path | str, ref: str = "LATEST") -> Path:
+    """``LATEST`` or an id (or a path to a snapshot folder) -> the snapshot folder."""
+    root = transitions_dir(data)
+    if ref and Path(ref).is_dir() and (Path(ref) / "manifest.json").exists():
+        return Path(ref)
+    if ref in (None, "", "LATEST"):
+        latest = root / "LATEST"
+        if not latest.is_file():
+            raise InputError(
+                f"{latest}: no snapshot yet; run `spanrl ingest` (or `spanrl transitions build`) first"
+            )
+        ref = latest.read_text().strip()
+    folder = root / ref
+    if not (folder / "manifest.json").is_file():
+        raise InputError(f"{folder}: no such snapshot (no manifest.json); list {root} for the ids")
+    return folder
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    path = folder / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: unreadable manifest ({exc}); rebuild with `spanrl transitions build`") from None
+    version = manifest.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise InputError(
+            f"{path}: snapshot schema version {version}, this spanrl reads version {SCHEMA_VERSION}; "
+            "rebuild it with `spanrl transitions build` (or use the spanrl release that wrote it)"
+        )
+    return manifest
+
+
+def read_snapshot(data: Path | str, ref: str = "LATEST") -> tuple[pa.Table, dict[str, Any]]:
+    """Load a snapshot as an Arrow table (schema-checked) plus its manifest."""
+    folder = resolve_snapshot(data, ref)
+    manifest = read_manifest(folder)
+    parts = [folder / name for name in manifest.get("parts", [])]
+    tables = []
+    for part in parts:
+        try:
+            tables.append(conform(pq.read_table(part)))
+        except (OSError, pa.ArrowException) as exc:
+            raise InputError(f"{part}: corrupt snapshot part ({exc}); rebuild the snapshot") from None
+        except ValueError as exc:
+            raise InputError(f"{part}: {exc}; rebuild the snapshot") from None
+    table = pa.concat_tables(tables) if tables else TRANSITION_SCHEMA.empty_table()
+    if table.num_rows != manifest.get("rows"):
+        raise InputError(
+            f"{folder}: manifest says {manifest.get('rows')} rows, parts hold {table.num_rows}; rebuild it"
+        )
+    return table, manifest
+
+
+def load_snapshot(ref: str = "LATEST", data: Path | str | None = None, as_arrow: bool = False) -> Any:
+    """Public reader: a polars DataFrame (default) or an Arrow table of the snapshot's rows."""
+    from spanrl.options import resolve_data_root
+
+    table, _ = read_snapshot(resolve_data_root(data), ref)
+    if as_arrow:
+        return table
+    import polars as pl
+
+    return pl.from_arrow(table)
