@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from spanrl.ingest.config import ADVANTAGE_CHOICES, CREDIT_CHOICES, make_ingest_config
 
 from spanrl.errors import InputError
+from spanrl.ingest.config import ADVANTAGE_CHOICES, CREDIT_CHOICES, make_ingest_config
 from spanrl.options import data_option, parse_duration
 
 

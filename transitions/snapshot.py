@@ -21,10 +21,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from spanrl.transitions.schema import COLUMNS, SCHEMA_VERSION, TRANSITION_SCHEMA, conform
 
 from spanrl import __version__
 from spanrl.errors import InputError
+from spanrl.transitions.schema import COLUMNS, SCHEMA_VERSION, TRANSITION_SCHEMA, conform
 
 TMP_PREFIX = ".tmp-"
 
