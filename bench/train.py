@@ -1,0 +1,177 @@
+"""bench/train: response tokens/s of ``spanrl train --loss sft`` vs TRL's SFTTrainer (DESIGN §9).
+
+Same base model, same LoRA (r=16, alpha=32, all linear layers), same token sequences (the
+transitions are rendered once by spanrl's data path and the very same ids, with a completion mask,
+are handed to TRL), same batch (8 sequences per optimizer step, one micro-batch), same lr and
+number of steps, fp32 on CPU, no gradient checkpointing on either side. Each side runs in its own
+subprocess (so its peak RSS is its own), one after the other in this invocation; the figure is
+the ratio, which a noisy shared machine leaves stable.
+
+    .venv/bin/python bench/train.py                 # tiny model, then the demo model (SmolLM2-135M)
+    .venv/bin/python bench/train.py --models tiny --steps 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+WORDS = ("the agent called the tool and the result was added to the answer with 12 and 30 giving 42 "
+         "then it checked the JSON output {\"ok\": true} before replying to the user politely").split()
+
+
+def make_rows(tokenizer, n: int, seq_len: int) -> list[dict]:
+    """n single-call rollouts of about seq_len tokens, ~3/4 of them response (engine token ids)."""
+    from tests.helpers.tiny_model import transition_row
+
+    rows = []
+    for i in range(n):
+        messages = [{"role": "system", "content": "You are a helpful assistant."},
+                    {"role": "user", "content": f"Task {i}: explain what happened in step {i % 7}."}]
+        prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        words, r_ids = [], []
+        k = i
+        while len(p_ids) + len(r_ids) < seq_len - 1:
+            words.append(WORDS[k % len(WORDS)])
+            k += 1
+            r_ids = tokenizer(" ".join(words), add_special_tokens=False)["input_ids"]
+        r_ids = r_ids[: seq_len - 1 - len(p_ids)] + [tokenizer.eos_token_id]
+        rows.append(transition_row(
+            rollout_id=f"r{i}", task_id=f"t{i}", prompt_messages=json.dumps(messages),
+            response_message=json.dumps({"role": "assistant", "content": " ".join(words)}),
+            prompt_token_ids=p_ids, response_token_ids=r_ids, token_source="engine",
+            final_reward=1.0, advantage=1.0, **{"return": 1.0},
+        ))
+    return rows
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def worker_spanrl(model: Path, data: Path, steps: int, batch: int, seq_len: int) -> dict:
+    from spanrl.trainer.config import TrainConfig
+    from spanrl.trainer.train import train
+
+    cfg = TrainConfig(model=model, data=data, loss="sft", loss_agg="token", lr=2e-4, epochs=1,
+                      rollouts_per_step=batch, tokens_per_batch=batch * seq_len, max_prompt_tokens=seq_len,
+                      max_response_tokens=seq_len, out=data / "bench-adapters", fresh=True)
+    result = train(cfg, progress=False)
+    rows = [json.loads(x) for x in (result.folder / "metrics.jsonl").read_text().splitlines()][:steps]
+    seconds = sum(r["seconds"] for r in rows)
+    tokens = sum(r["response_tokens"] for r in rows)
+    return {"steps": len(rows), "response_tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds,
+            "final_loss": rows[-1]["loss"]}
+
+
+def worker_trl(model: Path, data: Path, steps: int, batch: int, seq_len: int) -> dict:
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+    from trl import SFTConfig, SFTTrainer
+
+    from spanrl.trainer.adapter import lora_targets
+
+    hf_logging.disable_progress_bar()
+    seqs = json.loads((data / "sequences.json").read_text())[: steps * batch]
+    ds = Dataset.from_list([{"input_ids": s["ids"], "completion_mask": [0] * s["n_prompt"] + [1] * (len(s["ids"]) - s["n_prompt"])}
+                            for s in seqs])
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    base = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32, attn_implementation="sdpa")
+    lora = LoraConfig(r=16, lora_alpha=32, target_modules=lora_targets(base), lora_dropout=0.0, bias="none",
+                      task_type="CAUSAL_LM")
+    args = SFTConfig(output_dir=str(data / "trl-out"), per_device_train_batch_size=batch, gradient_accumulation_steps=1,
+                     max_steps=steps, learning_rate=2e-4, lr_scheduler_type="constant", warmup_steps=0,
+                     logging_steps=1, report_to=[], save_strategy="no", max_length=seq_len, packing=False,
+                     bf16=False, fp16=False, gradient_checkpointing=False, dataloader_num_workers=0,
+                     disable_tqdm=True, seed=0, completion_only_loss=True, max_grad_norm=1.0,
+                     adam_beta2=0.99, weight_decay=0.0)
+    trainer = SFTTrainer(model=base, args=args, train_dataset=ds, processing_class=tokenizer, peft_config=lora)
+    t0 = time.perf_counter()
+    out = trainer.train()
+    seconds = time.perf_counter() - t0
+    tokens = sum(len(s["ids"]) - s["n_prompt"] for s in seqs)
+    return {"steps": out.global_step, "response_tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds,
+            "final_loss": [h["loss"] for h in trainer.state.log_history if "loss" in h][-1]}
+
+
+def prepare(name: str, work: Path, steps: int, batch: int, seq_len: int) -> tuple[Path, Path]:
+    """Base model folder + a data root holding the snapshot and the rendered sequences."""
+    import pyarrow as pa
+    from transformers import AutoTokenizer
+
+    from spanrl.trainer.data import build_sequences
+    from spanrl.transitions import TRANSITION_SCHEMA
+    from tests.helpers.tiny_model import make_tiny_model, write_rows_snapshot
+
+    if name == "tiny":
+        model = make_tiny_model(work / "tiny-model")
+    else:
+        from spanrl.trainer.models import prepare_demo_model
+
+        model = prepare_demo_model(Path(os.environ.get("SPANRL_BENCH_CACHE", Path(tempfile.gettempdir()) / "spanrl-bench")))
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    rows = make_rows(tokenizer, steps * batch, seq_len)
+    data = work / f"data-{name}"
+    write_rows_snapshot(data, rows)
+    seqs, stats = build_sequences(pa.Table.from_pylist(rows, schema=TRANSITION_SCHEMA), tokenizer, seq_len, seq_len)
+    assert stats.skipped == 0 and len(seqs) == len(rows)
+    (data / "sequences.json").write_text(json.dumps([{"ids": s.ids, "n_prompt": s.n_prompt} for s in seqs]))
+    return model, data
+
+
+def run_worker(side: str, model: Path, data: Path, steps: int, batch: int, seq_len: int) -> dict:
+    cmd = [sys.executable, __file__, "--worker", side, "--model-dir", str(model), "--data", str(data),
+           "--steps", str(steps), "--batch", str(batch), "--seq-len", str(seq_len)]
+    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if out.returncode != 0:
+        raise SystemExit(f"{side} worker failed:\n{out.stderr[-4000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default="tiny,demo", help="comma list: tiny, demo")
+    ap.add_argument("--steps", type=int, default=None, help="optimizer steps per side (default 20 tiny, 3 demo)")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq-len", type=int, default=256)
+    ap.add_argument("--worker", choices=["spanrl", "trl"], help=argparse.SUPPRESS)
+    ap.add_argument("--model-dir", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--data", type=Path, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.worker:
+        fn = worker_spanrl if a.worker == "spanrl" else worker_trl
+        res = fn(a.model_dir, a.data, a.steps, a.batch, a.seq_len)
+        res["peak_rss_mb"] = round(peak_rss_mb(), 1)
+        print(json.dumps(res))
+        return
+    print(f"bench/train: batch {a.batch} x {a.seq_len} tokens, LoRA r=16 all-linear, fp32, torch threads "
+          f"{os.environ.get('OMP_NUM_THREADS', 'default')}")
+    with tempfile.TemporaryDirectory(prefix="spanrl-bench-train-") as tmp:
+        for name in a.models.split(","):
+            steps = a.steps or (20 if name == "tiny" else 3)
+            model, data = prepare(name, Path(tmp), steps, a.batch, a.seq_len)
+            res = {side: run_worker(side, model, data, steps, a.batch, a.seq_len) for side in ("spanrl", "trl")}
+            for side, r in res.items():
+                print(f"  {name:5s} {side:7s} {r['steps']:3d} steps  {r['response_tokens']:7d} resp tokens  "
+                      f"{r['seconds']:8.2f} s  {r['tokens_per_s']:9.1f} resp tok/s  peak RSS {r['peak_rss_mb']:8.1f} MB  "
+                      f"final loss {r['final_loss']:.3f}")
+            ratio = res["spanrl"]["tokens_per_s"] / res["trl"]["tokens_per_s"]
+            print(f"  {name:5s} ratio spanrl/TRL response tokens/s: {ratio:.2f}x (goal >= 1.3)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""Wires receiver, HTTP and gRPC into one process with an OTel-style lifecycle.
+
+``start`` binds both ports and returns quickly; ``stop`` stops accepting, lets in-flight requests
+finish (their batches are written and acknowledged), drains the writer queue and closes the files.
+``stop`` is safe to call twice and without ``start``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import grpc
+from aiohttp import web
+
+from spanrl.collector.config import CollectorConfig
+from spanrl.collector.otlpgrpc import build_server
+from spanrl.collector.otlphttp import build_app
+from spanrl.collector.receiver import Receiver
+from spanrl.errors import InputError
+
+SHUTDOWN_GRACE_S = 10.0
+
+
+@dataclass
+class Endpoints:
+    http_port: int
+    grpc_port: int
+
+
+class EmbeddedCollector:
+    """The embedded receiver as an object, so tests can run it in-process on free ports."""
+
+    def __init__(self, config: CollectorConfig) -> None:
+        self.config = config
+        self.receiver: Receiver | None = None
+        self._runner: web.AppRunner | None = None
+        self._grpc: grpc.aio.Server | None = None
+
+    async def start(self) -> Endpoints:
+        self.receiver = Receiver(self.config)
+        host = self.config.host
+        self._grpc = build_server(self.receiver)
+        try:
+            grpc_port = self._grpc.add_insecure_port(f"{_grpc_host(host)}:{self.config.grpc_port}")
+        except RuntimeError:
+            grpc_port = 0
+        if not grpc_port:
+            await self.stop()
+            raise InputError(f"cannot bind gRPC {host}:{self.config.grpc_port} (in use?); pick another --grpc-port")
+        await self._grpc.start()
+        self._runner = web.AppRunner(build_app(self.receiver), access_log=None, handle_signals=False,
+                                     auto_decompress=False)  # we decompress, bounded (zip bombs)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, self.config.http_port, reuse_port=False)
+        try:
+            await site.start()
+        except OSError as exc:
+            await self.stop()
+            raise InputError(f"cannot bind HTTP {host}:{self.config.http_port} ({exc.strerror}); "
+                             "pick another --http-port") from None
+        http_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return Endpoints(http_port, grpc_port)
+
+    async def stop(self) -> None:
+        if self._grpc is not None:
+            await self._grpc.stop(SHUTDOWN_GRACE_S)
+            self._grpc = None
+        if self._runner is not None:
+            await self._runner.cleanup()  # stops listening, waits for in-flight handlers
+            self._runner = None
+        if self.receiver is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.receiver.close)
+
+
+def _grpc_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+async def run_until_signal(config: CollectorConfig, on_ready: Callable[[Endpoints], None]) -> dict[str, int]:
+    """Runs until SIGTERM/SIGINT, then shuts down gracefully; returns the counters."""
+    collector = EmbeddedCollector(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    endpoints = await collector.start()
+    on_ready(endpoints)
+    await stop.wait()
+    await collector.stop()
+    assert collector.receiver is not None
+    return dict(collector.receiver.stats)

@@ -1,0 +1,218 @@
+"""A small calculator agent: plain ``openai`` SDK + the official OpenTelemetry instrumentation.
+
+It knows nothing about spanrl. Everything it tells the trainer travels as ordinary OTel spans,
+configured by the standard environment variables:
+
+    OPENAI_BASE_URL=http://127.0.0.1:8000/v1  OPENAI_API_KEY=none
+    OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318  OTEL_SERVICE_NAME=calc-agent
+    OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only
+    python agent.py --tasks tasks.jsonl --rollouts 4 --out results.jsonl
+
+One rollout = one root span ``invoke_agent calc`` (``spanrl.rollout_id``, ``spanrl.task_id``):
+call 1 asks for the calculator, the tool runs in an ``execute_tool calculator`` span (status ERROR
+when the expression is malformed), call 2 answers with the number. The reward is a child span
+named ``spanrl.reward`` written with the OTel API: 1.0 for the right number, 0.2 for a tool call
+that ran but a wrong answer, 0.0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import operator
+import os
+import re
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+from openai import OpenAI
+from opentelemetry import propagate, trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import Status, StatusCode
+
+SYSTEM = "You are a math assistant. Call the calculator tool with the arithmetic expression, then reply with the final number only."
+CALCULATOR = {
+    "type": "function",
+    "function": {
+        "name": "calculator",
+        "description": "Evaluate an arithmetic expression like 12 * 7",
+        "parameters": {
+            "type": "object",
+            "properties": {"expression": {"type": "string"}},
+            "required": ["expression"],
+        },
+    },
+}
+# Two worked examples in the conversation: the server's chat template renders them in its own
+# tool-call format, so the model sees exactly the syntax its parser expects.
+EXAMPLES: list[dict[str, Any]] = []
+for _k, (_q, _e, _r) in enumerate(
+    [
+        ("A box holds 40 cards. 12 of them are taken out. How many cards stay in the box?", "40 - 12", "28"),
+        ("Sam has 15 pens and gets 8 more. How many pens does Sam have now?", "15 + 8", "23"),
+    ]
+):
+    _call = {"id": f"call_ex{_k}", "type": "function",
+             "function": {"name": "calculator", "arguments": json.dumps({"expression": _e})}}
+    EXAMPLES += [
+        {"role": "user", "content": _q},
+        {"role": "assistant", "content": "", "tool_calls": [_call]},
+        {"role": "tool", "tool_call_id": f"call_ex{_k}", "content": _r},
+        {"role": "assistant", "content": _r},
+    ]
+
+REWARD_CORRECT, REWARD_TOOL_OK = 1.0, 0.2
+MAX_LLM_CALLS = 3
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+
+tracer = trace.get_tracer("calc_agent")
+
+
+def calculator(expression: str) -> str:
+    """Evaluate + - * / and parentheses on numbers; raise ValueError on anything else."""
+
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -ev(node.operand)
+        raise ValueError(f"not an arithmetic expression: {expression!r}")
+
+    try:
+        value = ev(ast.parse(str(expression).replace("x", "*").replace(",", ""), mode="eval").body)
+    except (SyntaxError, ZeroDivisionError) as exc:
+        raise ValueError(f"cannot evaluate {expression!r}: {exc}") from exc
+    return str(int(value)) if float(value).is_integer() else f"{value:.6g}"
+
+
+def run_tool(call: Any) -> tuple[str, bool]:
+    """Run one tool call inside an ``execute_tool`` span; errors set the span status to ERROR."""
+    name = call.function.name
+    with tracer.start_as_current_span(f"execute_tool {name}", record_exception=False, set_status_on_exception=False) as span:
+        span.set_attributes({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                             "gen_ai.tool.call.id": call.id, "gen_ai.tool.call.arguments": call.function.arguments})
+        try:
+            if name != "calculator":
+                raise ValueError(f"unknown tool {name!r}; the only tool is calculator")
+            args = json.loads(call.function.arguments or "{}")
+            result = calculator(args["expression"])
+        except (ValueError, KeyError, TypeError) as exc:  # the model's mistake, not ours
+            span.record_exception(exc)
+            span.set_status(Status(StatusCode.ERROR, str(exc)))
+            span.set_attribute("error.type", type(exc).__name__)
+            return f"error: {exc}", False
+        span.set_attribute("gen_ai.tool.call.result", result)
+        return result, True
+
+
+def final_number(text: str | None) -> float | None:
+    """The last number in the model's answer (commas allowed), or None."""
+    found = re.findall(r"-?\d[\d,]*(?:\.\d+)?", text or "")
+    return float(found[-1].replace(",", "")) if found else None
+
+
+def rollout(client: OpenAI, task: dict[str, Any], rollout_id: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One episode: ask, run the tools the model asks for, answer, score, emit the reward span."""
+    attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": args.agent_name,
+             "spanrl.rollout_id": rollout_id, "spanrl.task_id": task["task_id"], "spanrl.split": args.split}
+    with tracer.start_as_current_span(f"invoke_agent {args.agent_name}", attributes=attrs) as root:
+        messages = [{"role": "system", "content": SYSTEM}, *EXAMPLES, {"role": "user", "content": task["question"]}]
+        tool_ok = tool_errors = llm_calls = 0
+        answer_text = None
+        for _ in range(MAX_LLM_CALLS):
+            llm_calls += 1
+            reply = client.chat.completions.create(
+                model=args.model, messages=messages, tools=[CALCULATOR],
+                temperature=args.temperature, max_tokens=args.max_tokens,
+            ).choices[0].message
+            if not reply.tool_calls:
+                answer_text = reply.content
+                break
+            calls = [c.model_dump(include={"id", "type", "function"}) for c in reply.tool_calls]
+            messages.append({"role": "assistant", "content": reply.content or "", "tool_calls": calls})
+            for call in reply.tool_calls:
+                result, ok = run_tool(call)
+                tool_ok, tool_errors = tool_ok + ok, tool_errors + (not ok)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        value = final_number(answer_text)
+        correct = value is not None and abs(value - float(task["answer"])) < 1e-6
+        reward = REWARD_CORRECT if correct else REWARD_TOOL_OK if tool_ok else 0.0
+        with tracer.start_as_current_span("spanrl.reward", attributes={"spanrl.reward": reward, "spanrl.reward.name": "correct"}):
+            pass
+        root.set_attribute("calc.correct", correct)
+    return {"rollout_id": rollout_id, "task_id": task["task_id"], "split": args.split, "reward": reward,
+            "correct": correct, "llm_calls": llm_calls, "tool_ok": tool_ok, "tool_errors": tool_errors,
+            "answer": answer_text, "expected": task["answer"]}
+
+
+def setup_telemetry() -> TracerProvider:
+    """The standard SDK lines: OTLP exporter from env vars + the official OpenAI instrumentation."""
+    provider = TracerProvider(resource=Resource.create())  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+    # Bulk rollouts: a deep queue so the SDK never drops spans (its default 2048 does under load).
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(), max_queue_size=100_000))
+    trace.set_tracer_provider(provider)
+    OpenAIInstrumentor().instrument(tracer_provider=provider)
+    return provider
+
+
+def make_client() -> OpenAI:
+    """The openai client; an httpx hook puts the current span's W3C traceparent on each request."""
+
+    def inject_traceparent(request: httpx.Request) -> None:
+        propagate.inject(request.headers)
+
+    http = httpx.Client(event_hooks={"request": [inject_traceparent]}, timeout=600)
+    return OpenAI(http_client=http, max_retries=2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run calculator-agent rollouts (one JSON task per line).")
+    parser.add_argument("--tasks", required=True, help="JSONL file of {task_id, question, answer}")
+    parser.add_argument("--rollouts", type=int, default=1, help="rollouts per task (a group)")
+    parser.add_argument("--out", required=True, help="JSONL file the results are appended to")
+    parser.add_argument("--split", default="train", help="tag written on every rollout (spanrl.split)")
+    parser.add_argument("--agent-name", default="calc", help="gen_ai.agent.name of the rollouts")
+    parser.add_argument("--run-id", default="run", help="prefix of the rollout ids (unique per run)")
+    parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL", "default"))
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument("--concurrency", type=int, default=16)
+    args = parser.parse_args(argv)
+
+    with open(args.tasks, encoding="utf-8") as fh:
+        tasks = [json.loads(line) for line in fh if line.strip()]
+    jobs = [(t, f"{args.run_id}-{t['task_id']}-r{k}") for t in tasks for k in range(args.rollouts)]
+    provider = setup_telemetry()
+    client = make_client()
+    lock = threading.Lock()
+    with open(args.out, "a", encoding="utf-8") as out, ThreadPoolExecutor(args.concurrency) as pool:
+
+        def one(job: tuple[dict[str, Any], str]) -> None:
+            try:
+                result = rollout(client, job[0], job[1], args)
+            except Exception as exc:  # a failed request is a failed rollout, not a crashed batch
+                result = {"rollout_id": job[1], "task_id": job[0]["task_id"], "split": args.split,
+                          "reward": None, "error": f"{type(exc).__name__}: {exc}"}
+            with lock:
+                out.write(json.dumps(result) + "\n")
+                out.flush()
+                print(f"done {result['rollout_id']} reward={result['reward']}", flush=True)
+
+        list(pool.map(one, jobs))
+    provider.shutdown()  # flushes the span queue to the collector
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,292 @@
+"""Span files -> trace lake: ``spanrl ingest`` stage 1 (DESIGN §3).
+
+Reads like a loop: find the new bytes (``scan.plan_files``) -> per file, DuckDB parses and flattens
+the OTLP lines straight into staged Parquet (``spans_load.sql`` / ``logs_load.sql``) -> a file that
+had a bad line is redone line by line so every reject gets its line number -> duplicates against the
+run and the lake are dropped -> staged files are moved into ``lake/{spans,logs}/date=.../`` -> the
+rejects and ``lake/_files.parquet`` are written. Python never loops over spans.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from spanrl.ingest.config import IngestConfig
+from spanrl.ingest.scan import (
+    Reject,
+    SpanFile,
+    decode_to_json_lines,
+    list_input_files,
+    plan_files,
+    read_file_state,
+    write_file_state,
+)
+from spanrl.ingest.views import read_sql, render_sql, sql_literal
+
+SLOW_CHUNK_BYTES = 64 << 20
+PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 20480"
+REJECTS_SCHEMA = pa.schema([("file", pa.string()), ("line", pa.int64()), ("error", pa.string()),
+                            ("excerpt", pa.string()), ("run_id", pa.string()), ("ingested_at", pa.timestamp("us"))])
+
+
+@dataclass
+class LakeSummary:
+    """What one stage-1 run did (printed as the summary table)."""
+
+    files: int = 0
+    bytes: int = 0
+    spans: int = 0
+    logs: int = 0
+    rejects: int = 0
+    duplicates: int = 0
+    seconds: float = 0.0
+    reject_samples: list[Reject] = field(default_factory=list)
+
+    @property
+    def spans_per_s(self) -> float:
+        return self.spans / self.seconds if self.seconds > 0 else 0.0
+
+
+def open_work_connection(cfg: IngestConfig, tmp: Path) -> duckdb.DuckDBPyConnection:
+    """DuckDB for loading: bounded memory, spilling to ``tmp``, OTLP types and macros registered."""
+    con = duckdb.connect()
+    con.execute(f"SET memory_limit = {sql_literal(cfg.memory_limit)}")
+    con.execute(f"SET temp_directory = {sql_literal(tmp)}")
+    con.execute("SET preserve_insertion_order = false")
+    if cfg.threads:
+        con.execute(f"SET threads = {int(cfg.threads)}")
+    con.execute(read_sql("otlp_types"))
+    return con
+
+
+def _copy(con: duckdb.DuckDBPyConnection, select_sql: str, out: Path, params: dict | None = None) -> None:
+    """COPY a SELECT into date-partitioned zstd Parquet under ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    con.execute(f"COPY ({select_sql}) TO {sql_literal(out)} ({PARQUET_OPTIONS}, PARTITION_BY (\"date\"), "
+                "FILENAME_PATTERN 'part-{uuid}', OVERWRITE_OR_IGNORE)", params or {})
+
+
+def _count(con: duckdb.DuckDBPyConnection, folder: Path) -> int:
+    if not any(folder.glob("*/*.parquet")):
+        return 0
+    return con.execute(f"SELECT count(*) FROM read_parquet({sql_literal(str(folder / '*' / '*.parquet'))})").fetchone()[0]
+
+
+def _has_bad_rows(folder: Path) -> bool:
+    return (folder / "date=__HIVE_DEFAULT_PARTITION__").exists()
+
+
+def load_fast(con: duckdb.DuckDBPyConnection, item: SpanFile, src: Path, out: Path, params: dict) -> bool:
+    """read_ndjson -> staged Parquet in one COPY. False when the file needs the line-numbered path."""
+    table = "logs" if item.signal == "logs" else "spans"
+    view = "log_batches_ndjson" if table == "logs" else "trace_batches_ndjson"
+    try:
+        con.execute(render_sql(view, src=str(src), source_file=str(item.path)))
+        _copy(con, f"SELECT * EXCLUDE (line_no) FROM ({read_sql(table + '_load')})", out / table, params)
+    except duckdb.Error:
+        shutil.rmtree(out / table, ignore_errors=True)
+        return False
+    if _has_bad_rows(out / table):
+        shutil.rmtree(out / table, ignore_errors=True)
+        return False
+    return True
+
+
+def _text_chunks(src: Path, work: Path, first_line: int) -> list[tuple[Path, int, bool]]:
+    """Cut ``src`` at newlines into pieces DuckDB's read_text can hold: (path, first line, ends with \\n)."""
+    chunks: list[tuple[Path, int, bool]] = []
+    line = first_line
+    with open(src, "rb") as fh:
+        carry = b""
+        while True:
+            block = fh.read(SLOW_CHUNK_BYTES)
+            data = carry + block
+            if not data:
+                break
+            cut = data.rfind(b"\n") + 1 if block else len(data)
+            if cut == 0:  # one line longer than a chunk: keep reading
+                carry = data
+                continue
+            piece, carry = data[:cut], data[cut:]
+            path = work / f"chunk-{len(chunks)}.jsonl"
+            path.write_bytes(piece)
+            chunks.append((path, line, piece.endswith(b"\n")))
+            line += piece.count(b"\n")
+            if not block:
+                break
+    return chunks
+
+
+def load_slow(con: duckdb.DuckDBPyConnection, item: SpanFile, src: Path, out: Path, params: dict,
+              work: Path) -> None:
+    """Line by line (in DuckDB): every bad line becomes a reject with its number, the rest loads."""
+    for chunk, first_line, ends_nl in _text_chunks(src, work, item.first_line):
+        con.execute(render_sql("lines_split", src=str(chunk)),
+                    {"first_line": first_line, "ends_with_newline": ends_nl or item.active})
+        for line_no, error, excerpt in con.execute(read_sql("lines_rejects")).fetchall():
+            item.rejects.append(Reject(str(item.path), line_no, error, excerpt))
+        con.execute(render_sql("lines_batches", source_file=str(item.path)))
+        for table in ("spans", "logs"):
+            con.execute(f"CREATE OR REPLACE TEMP TABLE staged AS {read_sql(table + '_load')}", params)
+            if table == "spans":
+                bad = con.execute("SELECT line_no, count(*) FROM staged WHERE \"date\" IS NULL "
+                                  "GROUP BY line_no ORDER BY line_no").fetchall()
+                for line_no, n in bad:
+                    item.rejects.append(Reject(str(item.path), line_no,
+                                               f"missing ids: {n} span(s) without a valid traceId/spanId"))
+            _copy(con, "SELECT * EXCLUDE (line_no) FROM staged WHERE \"date\" IS NOT NULL", out / table)
+        chunk.unlink()
+
+
+def stage_file(con: duckdb.DuckDBPyConnection, item: SpanFile, out: Path, work: Path,
+               params: dict) -> tuple[int, int]:
+    """One span file (its unread bytes) -> staged Parquet under ``out``; returns (spans, logs)."""
+    if item.end <= item.start and item.fmt == "json":
+        return 0, 0
+    work.mkdir(parents=True, exist_ok=True)
+    src = decode_to_json_lines(item, work / "decoded.jsonl")
+    if src.exists() and src.stat().st_size and not load_fast(con, item, src, out, params):
+        load_slow(con, item, src, out, params, work)
+    shutil.rmtree(work, ignore_errors=True)
+    return _count(con, out / "spans"), _count(con, out / "logs")
+
+
+def drop_duplicates(con: duckdb.DuckDBPyConnection, lake: Path, staging: Path, table: str) -> int:
+    """Rewrite this run's staged ``table`` without keys already seen (rare path); returns rows dropped."""
+    staged_glob = str(staging / "*" / table / "*" / "*.parquet")
+    if not any(staging.glob(f"*/{table}/*/*.parquet")):
+        return 0
+    lake_files = lake / table
+    if any(lake_files.glob("*/*.parquet")):
+        lake_glob = str(lake_files / "*" / "*.parquet")
+    else:  # compare with an empty file of the same columns
+        lake_glob = str(staging / f"_empty_{table}.parquet")
+        con.execute(f"COPY (SELECT * FROM read_parquet({sql_literal(staged_glob)}, hive_partitioning = true) "
+                    f"LIMIT 0) TO {sql_literal(lake_glob)} (FORMAT parquet)")
+    n = con.execute(render_sql(f"{table}_duplicates", staged=staged_glob, lake=lake_glob)).fetchone()[0]
+    if n:
+        out = staging / f"_dedup_{table}"
+        _copy(con, render_sql(f"{table}_dedupe", staged=staged_glob, lake=lake_glob), out / table)
+        for path in staging.glob(f"*/{table}"):
+            if path.parent != out:
+                shutil.rmtree(path)
+    return int(n)
+
+
+def publish(staging: Path, lake: Path) -> None:
+    """Move staged Parquet into ``lake/<table>/date=.../`` (renames on one file system)."""
+    for table in ("spans", "logs"):
+        for path in sorted(staging.glob(f"*/{table}/date=*/*.parquet")):
+            dest = lake / table / path.parent.name
+            dest.mkdir(parents=True, exist_ok=True)
+            path.replace(dest / path.name)
+
+
+def write_rejects(lake: Path, run_id: str, rejects: list[Reject], now: datetime) -> None:
+    if not rejects:
+        return
+    folder = lake / "_rejects"
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [{"file": r.file, "line": r.line, "error": r.error, "excerpt": r.excerpt, "run_id": run_id,
+             "ingested_at": now} for r in rejects]
+    pq.write_table(pa.Table.from_pylist(rows, schema=REJECTS_SCHEMA), folder / f"{run_id}.parquet")
+
+
+def _file_record(item: SpanFile, spans: int, logs: int, now: datetime) -> dict:
+    return {"path": str(item.path), "size": item.size, "fingerprint": item.fingerprint, "fp_len": item.fp_len,
+            "format": item.fmt, "signal": item.signal, "active": item.active, "offset": item.end,
+            "rows": item.prior_rows + spans + logs, "rejects": len(item.rejects),
+            "status": "active" if item.active else "closed", "ingested_at": now}
+
+
+def load_lake(cfg: IngestConfig, on_progress: Callable[[SpanFile, int], None] | None = None,
+              on_plan: Callable[[list[SpanFile]], None] | None = None) -> LakeSummary:
+    """Stage 1 of ``spanrl ingest``: every new byte of span files into the deduplicated lake."""
+    t0 = time.perf_counter()
+    lake = cfg.data / "lake"
+    state = read_file_state(lake)
+    plan = plan_files(list_input_files(cfg.data, cfg.input), state)
+    if on_plan:
+        on_plan(plan)
+    summary = LakeSummary()
+    if not plan:
+        summary.seconds = time.perf_counter() - t0
+        return summary
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    run_id = now.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+    staging = lake / "_staging" / run_id
+    tmp = lake / "_tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    con = open_work_connection(cfg, tmp)
+    records: dict[str, dict] = {}
+    params = {"ingested_at": now}
+    try:
+        for i, item in enumerate(plan):
+            spans, logs = stage_file(con, item, staging / f"{i:06d}", tmp / f"work-{run_id}-{i}", params)
+            records[str(item.path)] = _file_record(item, spans, logs, now)
+            summary.spans += spans
+            summary.logs += logs
+            summary.bytes += max(item.end - item.start, 0)
+            if on_progress:
+                on_progress(item, max(item.end - item.start, 0))
+        for table in ("spans", "logs"):
+            dropped = drop_duplicates(con, lake, staging, table)
+            if dropped:
+                summary.duplicates += dropped
+                setattr(summary, table, _count(con, staging / f"_dedup_{table}" / table))
+        publish(staging, lake)
+    finally:
+        con.close()
+        shutil.rmtree(staging, ignore_errors=True)
+    rejects = [r for item in plan for r in item.rejects]
+    write_rejects(lake, run_id, rejects, now)
+    write_file_state(lake, {**state, **records})
+    summary.files = len(plan)
+    summary.rejects = len(rejects)
+    summary.reject_samples = rejects[:5]
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def load_lake_with_progress(cfg: IngestConfig) -> LakeSummary:
+    """``load_lake`` with a rich progress bar over bytes and a summary table (what the CLI prints)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.table import Table
+
+    console = Console(stderr=True)
+    with Progress(TextColumn("[bold]ingest[/] {task.description}"), BarColumn(), DownloadColumn(),
+                  TimeRemainingColumn(), console=console, transient=True) as progress:
+        task = progress.add_task("scanning", total=None)
+
+        def on_plan(plan: list[SpanFile]) -> None:
+            progress.update(task, total=sum(max(p.end - p.start, 0) for p in plan) or 1,
+                            description=f"{len(plan)} file(s)")
+
+        def on_progress(item: SpanFile, nbytes: int) -> None:
+            progress.update(task, advance=nbytes, description=item.path.name)
+
+        summary = load_lake(cfg, on_progress=on_progress, on_plan=on_plan)
+    table = Table(title=f"trace lake: {cfg.data / 'lake'}")
+    for col in ("files", "MB", "spans", "log records", "duplicates", "rejects", "seconds", "spans/s"):
+        table.add_column(col, justify="right")
+    table.add_row(str(summary.files), f"{summary.bytes / 1e6:.1f}", str(summary.spans), str(summary.logs),
+                  str(summary.duplicates), str(summary.rejects), f"{summary.seconds:.2f}", f"{summary.spans_per_s:,.0f}")
+    console.print(table)
+    if not summary.files:
+        console.print(f"no new span data under {cfg.input or cfg.data / 'otel'}")
+    for r in summary.reject_samples:
+        console.print(f"[yellow]reject[/] {r.file}:{r.line}: {r.error}")
+    if summary.rejects:
+        console.print(f"{summary.rejects} bad line(s) kept in {cfg.data / 'lake' / '_rejects'}; the rest was ingested.")
+    return summary

@@ -1,0 +1,92 @@
+"""Stage 2 in SQL: rollouts, their tree order and completeness, rewards (DESIGN §4-5).
+
+Python only picks the files and the order; every step is one ``.sql`` file under ``sql/`` whose body
+is a single SELECT named after the object it creates. The same files become plain views for
+``spanrl sql`` (``materialize=False``) or temp tables for the snapshot builder, which reads several
+of them more than once (``materialize=True``).
+
+Config reaches the SQL as DuckDB variables (``getvariable('spanrl_rollout_key')`` ...), because
+views cannot take bound parameters; an unset variable is NULL and means "not configured".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+
+from spanrl.errors import InputError
+from spanrl.ingest.air import AirRule, load_air_rules, register_air
+from spanrl.ingest.config import IngestConfig
+from spanrl.ingest.feedback import load_feedback
+
+# (object, file, materialise when building): dependency order. Views that are read once stay views.
+STAGE2_OBJECTS: list[tuple[str, str, bool]] = [
+    ("_trace_rollouts", "rollouts/_trace_rollouts.sql", True),
+    ("_span_tree", "rollouts/_span_tree.sql", True),
+    ("_rollout_status", "rollouts/_rollout_status.sql", True),
+    ("_rollout_calls", "rollouts/_rollout_calls.sql", True),
+    ("_rollout_tasks", "rollouts/_rollout_tasks.sql", True),
+    ("_explicit_rewards", "rewards/_explicit_rewards.sql", False),
+    ("_feedback_rewards", "rewards/_feedback_rewards.sql", True),
+    ("_air_candidates", "rewards/_air_candidates.sql", False),
+    # _air_rule_hits is generated from the rules here (air.register_air)
+    ("_air_hits", "rewards/_air_hits.sql", False),
+    ("rewards", "rewards/rewards.sql", True),
+    ("rollouts", "rollouts/rollouts.sql", True),
+]
+_AIR_AFTER = "_air_candidates"
+
+# The stage-1 relations stage 2 reads (B's views.py registers them).
+REQUIRED = ("spans", "llm_calls", "tool_calls")
+
+
+@dataclass
+class Stage2Setup:
+    """What registering stage 2 found: for the manifest and the summary."""
+
+    air_rules: list[AirRule]
+    feedback_files: list[Path]
+
+
+def read_sql(name: str) -> str:
+    return resources.files("spanrl.ingest").joinpath("sql", name).read_text()
+
+
+def set_variables(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> None:
+    """Hand the config to the SQL: one DuckDB variable per setting (values bound, never pasted)."""
+    values = {
+        "spanrl_rollout_key": cfg.rollout_key,
+        "spanrl_task_key": cfg.task_key,
+        "spanrl_agent_regex": cfg.agent,
+        "spanrl_settle_ns": int(cfg.settle_s * 1e9),
+        "spanrl_missing_reward": cfg.missing_reward,
+    }
+    for name, value in values.items():
+        # SET VARIABLE takes no parameters; a constant subquery does (the name is ours, not user input).
+        con.execute(f"SET VARIABLE {name} = (SELECT $v)", {"v": value})
+
+
+def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materialize: bool) -> Stage2Setup:
+    """Create every stage-2 object on ``con`` (which must already have spans, llm_calls, tool_calls)."""
+    _check_stage1(con)
+    con.execute(read_sql("rollouts/macros.sql"))
+    set_variables(con, cfg)
+    files = load_feedback(con, cfg.data)
+    rules = load_air_rules(cfg.config_file)
+    for name, path, heavy in STAGE2_OBJECTS:
+        kind = "TABLE" if materialize and heavy else "VIEW"
+        con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {read_sql(path)}")
+        if name == _AIR_AFTER:
+            register_air(con, rules, "TABLE" if materialize else "VIEW")
+    return Stage2Setup(air_rules=rules, feedback_files=files)
+
+
+def _check_stage1(con: duckdb.DuckDBPyConnection) -> None:
+    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    missing = [n for n in REQUIRED if n not in have]
+    if missing:
+        raise InputError(f"the trace lake has no {', '.join(missing)} yet; run `spanrl ingest` first")
+

@@ -1,0 +1,35 @@
+-- name: rollouts
+-- One row per agent run (DESIGN §4). final_reward: the rollout's primary reward (named primary, else
+-- the last explicit reward by time; feedback without a time counts as newest); NULL when it has none.
+WITH final AS (
+    SELECT rollout_id,
+           arg_max(value, (is_primary, coalesce(ts_ns, 9223372036854775807), source, span_id, name)) AS final_reward
+    FROM rewards
+    WHERE source <> 'air' AND rollout_id IS NOT NULL
+    GROUP BY rollout_id
+),
+calls AS (
+    SELECT rollout_id, count(*) AS n_llm_calls,
+           list(DISTINCT agent_name ORDER BY agent_name) FILTER (WHERE agent_name IS NOT NULL) AS agent_names
+    FROM _rollout_calls GROUP BY rollout_id
+),
+tools AS (
+    SELECT r.rollout_id, count(*) AS n_tool_calls
+    FROM tool_calls tc JOIN _trace_rollouts r USING (trace_id) GROUP BY r.rollout_id
+),
+errors AS (
+    SELECT r.rollout_id, count(*) FILTER (WHERE spanrl_is_error(sp.status_code)) AS n_errors
+    FROM spans sp JOIN _trace_rollouts r USING (trace_id) GROUP BY r.rollout_id
+)
+SELECT st.rollout_id, t.task_id, st.trace_ids,
+       coalesce(c.agent_names, []) AS agent_names,
+       coalesce(c.n_llm_calls, 0) AS n_llm_calls,
+       coalesce(tl.n_tool_calls, 0) AS n_tool_calls,
+       coalesce(e.n_errors, 0) AS n_errors,
+       f.final_reward, st.started_ns, st.ended_ns, st.complete
+FROM _rollout_status st
+LEFT JOIN _rollout_tasks t USING (rollout_id)
+LEFT JOIN final f USING (rollout_id)
+LEFT JOIN calls c USING (rollout_id)
+LEFT JOIN tools tl USING (rollout_id)
+LEFT JOIN errors e USING (rollout_id)

@@ -1,0 +1,34 @@
+-- spans_load: OTLP trace batches -> one row per span (DESIGN §3).
+-- Reads the view `trace_batches(resourceSpans otlp_resource_spans[], source_file, line_no)` that the
+-- loader points at read_ndjson (fast path) or at numbered lines (slow path). Parameter: $ingested_at.
+-- A bad line (resourceSpans NULL) or a span without ids yields a row with date NULL: the loader
+-- takes that as "this file needs the line-numbered path" and records rejects from it.
+SELECT
+    otlp_id(sp.traceId, 16) AS trace_id,
+    otlp_id(sp.spanId, 8) AS span_id,
+    otlp_id(sp.parentSpanId, 8) AS parent_span_id,
+    sp."name" AS "name",
+    otlp_span_kind(sp.kind) AS kind,
+    otlp_ns(sp.startTimeUnixNano) AS start_ns,
+    otlp_ns(sp.endTimeUnixNano) AS end_ns,
+    otlp_status_code(sp.status.code) AS status_code,
+    nullif(sp.status.message, '') AS status_message,
+    otlp_service_name(rs.resource.attributes) AS service_name,
+    otlp_attrs(rs.resource.attributes) AS resource,
+    ss.scope."name" AS scope_name,
+    nullif(ss.scope."version", '') AS scope_version,
+    otlp_attrs(sp.attributes) AS attributes,
+    to_json(list_transform(coalesce(sp.events, []), lambda e: {
+        'time_ns': otlp_ns(e.timeUnixNano), 'name': e."name", 'attributes': otlp_attrs(e.attributes)})) AS events,
+    to_json(list_transform(coalesce(sp.links, []), lambda l: {
+        'trace_id': otlp_id(l.traceId, 16), 'span_id': otlp_id(l.spanId, 8),
+        'attributes': otlp_attrs(l.attributes)})) AS links,
+    b.source_file AS source_file,
+    CAST($ingested_at AS TIMESTAMP) AS ingested_at,
+    b.line_no AS line_no,
+    CASE WHEN otlp_id(sp.traceId, 16) IS NULL OR otlp_id(sp.spanId, 8) IS NULL THEN NULL
+         ELSE otlp_date(otlp_ns(sp.startTimeUnixNano)) END AS "date"
+FROM trace_batches AS b,
+    unnest(CASE WHEN b.resourceSpans IS NULL THEN [NULL] ELSE b.resourceSpans END) AS r(rs),
+    unnest(CASE WHEN rs IS NULL THEN [NULL] ELSE coalesce(rs.scopeSpans, []) END) AS s(ss),
+    unnest(CASE WHEN ss IS NULL THEN [NULL] ELSE coalesce(ss.spans, []) END) AS p(sp)

@@ -1,0 +1,7 @@
+-- trace_batches_ndjson: the fast path. One row per OTLP/JSON line of ${src}; a line that is not
+-- JSON or not a trace batch reads as resourceSpans NULL (ignore_errors) and is sorted out later.
+-- Literals: ${src} (file read), ${source_file} (the span file it came from).
+CREATE OR REPLACE TEMP VIEW trace_batches AS
+SELECT resourceSpans, ${source_file} AS source_file, NULL::BIGINT AS line_no
+FROM read_ndjson(${src}, columns = {'resourceSpans': 'otlp_resource_spans[]'},
+                 ignore_errors = true, maximum_object_size = 33554432)

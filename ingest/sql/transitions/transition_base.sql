@@ -1,0 +1,49 @@
+-- name: transition_base
+-- One row per LLM call that becomes a transition (DESIGN §5 MDP): calls of complete rollouts that
+-- have a response, kept by --agent (spanrl_agent_regex, a search, like Agent Lightning's agent_match)
+-- and by --missing-reward (drop: rollouts without reward are left out). step counts the kept calls
+-- 0..n_steps-1 in span-tree order; step_reward sums the AIR rewards aimed at the call.
+-- Returns and advantages are added afterwards by advantages.sql (a separate, re-runnable step).
+WITH kept AS (
+    SELECT c.*, r.task_id, r.final_reward, st.source_files
+    FROM _rollout_calls c
+    JOIN rollouts r USING (rollout_id)
+    JOIN _rollout_status st USING (rollout_id)
+    WHERE r.complete
+      AND c.output_message IS NOT NULL
+      AND (getvariable('spanrl_agent_regex') IS NULL
+           OR regexp_matches(coalesce(c.agent_name, ''), getvariable('spanrl_agent_regex')))
+      AND (r.final_reward IS NOT NULL OR coalesce(getvariable('spanrl_missing_reward'), 'drop') = 'zero')
+),
+air AS (
+    SELECT rollout_id, target_span_id, sum(value) AS step_reward
+    FROM _air_hits WHERE target_span_id IS NOT NULL GROUP BY rollout_id, target_span_id
+),
+numbered AS (
+    SELECT k.*,
+           CAST(row_number() OVER (PARTITION BY k.rollout_id ORDER BY k.order_path, k.start_ns, k.span_id) - 1
+                AS INTEGER) AS step,
+           CAST(count(*) OVER (PARTITION BY k.rollout_id) AS INTEGER) AS n_steps
+    FROM kept k
+)
+SELECT
+    CAST(NULL AS VARCHAR) AS snapshot_id,
+    n.rollout_id, n.task_id, n.trace_id, n.span_id, n.step, n.n_steps, n.agent_name, n.model,
+    CAST(n.input_messages AS VARCHAR) AS prompt_messages,
+    CAST(n.tools AS VARCHAR) AS tools,
+    CAST(n.output_message AS VARCHAR) AS response_message,
+    TRY_CAST(n.prompt_token_ids AS INTEGER[]) AS prompt_token_ids,
+    TRY_CAST(n.response_token_ids AS INTEGER[]) AS response_token_ids,
+    TRY_CAST(n.response_logprobs AS FLOAT[]) AS response_logprobs,
+    CASE WHEN n.response_token_ids IS NOT NULL AND len(TRY_CAST(n.response_token_ids AS INTEGER[])) > 0
+         THEN 'engine' ELSE 'text' END AS token_source,
+    CAST(n.temperature AS DOUBLE) AS temperature,
+    CAST(n.final_reward AS DOUBLE) AS final_reward,
+    coalesce(a.step_reward, 0.0) AS step_reward,
+    CAST(NULL AS DOUBLE) AS "return",
+    CAST(NULL AS DOUBLE) AS advantage,
+    n.step = n.n_steps - 1 AS is_last,
+    n.source_files
+FROM numbered n
+LEFT JOIN air a ON a.rollout_id = n.rollout_id AND a.target_span_id = n.span_id
+ORDER BY n.rollout_id, n.step

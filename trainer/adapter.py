@@ -1,0 +1,151 @@
+"""Base model and adapter folders: load (local only), continue from LATEST, save atomically, notify.
+
+An adapter folder ``adapters/<cycle_id>/`` appears only by one ``os.rename`` of a complete temp
+folder, and ``adapters/LATEST`` only by ``os.replace``, so a crash leaves the old state or the new.
+
+Continuing from LATEST requires the same base model: same resolved path *and* same base hash
+(config.json plus size and first MiB of every weight file). A mismatch is an error that says to
+pass ``--fresh`` or the right ``--model`` -- silently starting over would throw away what the
+earlier cycles learned, and silently continuing would put an adapter on weights it was not trained for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from spanrl.errors import InputError
+from spanrl.transitions.snapshot import write_text_atomic
+
+TMP_PREFIX = ".tmp-"
+WEIGHT_GLOBS = ("*.safetensors", "*.bin", "*.gguf")
+
+
+def check_local_model(path: Path) -> Path:
+    """A local folder with a config.json, or an InputError that says local folder required, no hub."""
+    text = str(path)
+    if not path.exists():
+        hubby = re.fullmatch(r"[\w.-]+/[\w.-]+", text) is not None and not text.startswith((".", "/"))
+        hint = f" ({text!r} looks like a hub id)" if hubby else ""
+        raise InputError(
+            f"--model {text}: no such folder{hint}; local folder required, no hub downloads: "
+            "pass the path of a folder holding config.json and the weights (save_pretrained output)"
+        )
+    if not (path / "config.json").is_file():
+        raise InputError(f"--model {text}: no config.json there; local folder required, no hub (a save_pretrained folder)")
+    return path.resolve()
+
+
+def base_model_hash(path: Path) -> str:
+    """Cheap identity of a base checkpoint: config.json bytes, then name, size and first MiB of each weight file."""
+    h = hashlib.sha256((path / "config.json").read_bytes())
+    weights = sorted({p for g in WEIGHT_GLOBS for p in path.glob(g)})
+    for p in weights:
+        h.update(p.name.encode())
+        h.update(str(p.stat().st_size).encode())
+        with open(p, "rb") as fh:
+            h.update(fh.read(1 << 20))
+    return h.hexdigest()
+
+
+def read_latest(root: Path) -> tuple[str, Path, dict[str, Any]] | None:
+    """(cycle_id, folder, training_state) of adapters/LATEST, or None when there is none yet."""
+    latest = root / "LATEST"
+    if not latest.is_file():
+        return None
+    cycle_id = latest.read_text().strip()
+    folder = root / cycle_id
+    state_path = folder / "training_state.json"
+    try:
+        state = json.loads(state_path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{state_path}: unreadable ({exc}); pass --fresh to start a new adapter") from None
+    return cycle_id, folder, state
+
+
+def check_parent(parent: tuple[str, Path, dict[str, Any]], base_path: Path, base_hash: str) -> None:
+    cycle_id, folder, state = parent
+    if state.get("base_model_hash") != base_hash or state.get("base_model") != str(base_path):
+        raise InputError(
+            f"{folder}: adapters/LATEST ({cycle_id}) was trained on {state.get('base_model')} "
+            f"(hash {str(state.get('base_model_hash'))[:12]}), not on {base_path} (hash {base_hash[:12]}); "
+            "pass that --model to continue it, or --fresh to start a new adapter"
+        )
+
+
+def lora_targets(model: Any) -> list[str]:
+    """``all-linear`` resolved to sorted leaf names (q_proj, ..., down_proj), output head excluded.
+
+    Short names keep adapter_config.json stable and readable; vLLM matches them by suffix.
+    """
+    import torch
+
+    head = model.get_output_embeddings()
+    names = {name.rsplit(".", 1)[-1] for name, mod in model.named_modules() if isinstance(mod, torch.nn.Linear) and mod is not head}
+    return sorted(names)
+
+
+def next_cycle_id(parent_state: dict[str, Any] | None) -> tuple[int, str]:
+    n = int((parent_state or {}).get("cycle", 0)) + 1
+    return n, f"{n:04d}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}"
+
+
+def save_cycle(
+    root: Path,
+    cycle_id: str,
+    model: Any,
+    state: dict[str, Any],
+    metrics: list[dict[str, Any]],
+    write_report: Any = None,
+) -> Path:
+    """Write the adapter + state + metrics (+ report) into a temp folder, rename, swap LATEST."""
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f"{TMP_PREFIX}{cycle_id}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        (tmp / "README.md").unlink(missing_ok=True)  # peft's model card: not part of our contract
+        (tmp / "training_state.json").write_text(json.dumps(state, indent=2, sort_keys=True))
+        with open(tmp / "metrics.jsonl", "w", encoding="utf-8") as fh:
+            for row in metrics:
+                fh.write(json.dumps(row, sort_keys=True) + "\n")
+        if write_report is not None:
+            write_report(tmp / "report.png")
+        final = root / cycle_id
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    write_text_atomic(root / "LATEST", cycle_id + "\n")
+    return final
+
+
+def append_cycle_line(root: Path, line: dict[str, Any]) -> None:
+    """One JSON line per finished cycle in adapters/cycles.jsonl (what ``spanrl report`` plots)."""
+    with open(root / "cycles.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line, sort_keys=True) + "\n")
+
+
+def notify_vllm(url: str, cycle_id: str, folder: Path, timeout: float = 10.0) -> str | None:
+    """POST vLLM's ``/v1/load_lora_adapter``; returns a warning text on failure, None on success."""
+    endpoint = url.rstrip("/") + "/v1/load_lora_adapter"
+    body = json.dumps({"lora_name": cycle_id, "lora_path": str(folder.resolve())}).encode()
+    req = urllib.request.Request(endpoint, data=body, headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - user-given URL
+            resp.read()
+        return None
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode(errors="replace")[:200]
+        return f"--notify {endpoint}: HTTP {exc.code} {detail}; load {folder} by hand"
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return f"--notify {endpoint}: {exc}; load {folder} by hand"

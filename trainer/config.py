@@ -1,0 +1,159 @@
+"""What the user sets for ``spanrl train`` (DESIGN §6): one dataclass, help text on every field.
+
+Values come from flags, then the ``[train]`` table of ``spanrl.toml``, then these defaults. The
+resolved config is written into each adapter's ``training_state.json``. Runtime facts (device,
+world size) are not here: they are discovered, not set.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from spanrl.errors import InputError
+
+LOSS_CHOICES = ("pg", "ppo", "sft")
+AGG_CHOICES = ("rollout", "sequence", "token")
+SCHEDULE_CHOICES = ("constant", "cosine")
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+@dataclass
+class TrainConfig:
+    """Options of one training cycle.
+
+    > Parameters that control the data: ``snapshot``, ``max_prompt_tokens``, ``max_response_tokens``,
+    ``sft_min_return``, ``sft_top_k``.
+    > Parameters that control the objective: ``loss``, ``loss_agg``, ``is_cap``, ``clip_eps``,
+    ``clip_eps_high``, ``kl_coef``.
+    > Parameters that control optimisation: ``lr``, ``lr_schedule``, ``epochs``, ``rollouts_per_step``,
+    ``tokens_per_batch``, ``grad_clip``, ``gradient_checkpointing``, ``seed``.
+    > Parameters that control the adapter: ``lora_r``, ``lora_alpha`` (targets: all linear layers but
+    the output head, what vLLM accepts), ``fresh``.
+    """
+
+    model: Path = field(default=Path("."), metadata={"help": "Local base model folder (no hub downloads)."})
+    data: Path = field(default=Path("spanrl-data"), metadata={"help": "Data root."})
+    snapshot: str = field(default="LATEST", metadata={"help": "Snapshot id or LATEST."})
+    out: Path | None = field(default=None, metadata={"help": "Adapters root (default DATA/adapters)."})
+    loss: str = field(
+        default="pg",
+        metadata={"help": "pg: policy gradient with advantage, IS-truncated against behaviour log-probs; "
+                  "ppo: clipped ratio against the policy at cycle start, several epochs; "
+                  "sft: imitation of good rollouts only."},
+    )
+    loss_agg: str = field(
+        default="rollout",
+        metadata={"help": "rollout: every rollout weighs the same whatever its number of calls; "
+                  "sequence: every call weighs the same; token: every response token weighs the same."},
+    )
+    lr: float | None = field(default=None, metadata={"help": "Learning rate (default 2e-5 for pg/ppo, 2e-4 for sft)."})
+    lr_schedule: str = field(default="constant", metadata={"help": "constant | cosine (5% warmup, counted in rollouts)."})
+    epochs: int | None = field(default=None, metadata={"help": "Passes over the snapshot (default 1; 2 for ppo)."})
+    rollouts_per_step: int = field(default=8, metadata={"help": "Rollouts per optimizer step (steps count rollouts)."})
+    tokens_per_batch: int = field(default=4096, metadata={"help": "Micro-batch budget in padded tokens (grad accumulation)."})
+    max_prompt_tokens: int = field(default=2048, metadata={"help": "Prompts longer than this lose their start."})
+    max_response_tokens: int = field(default=1024, metadata={"help": "Responses longer than this lose their end."})
+    is_cap: float = field(default=2.0, metadata={"help": "Truncation cap of the importance weight pi/mu (pg, ppo)."})
+    clip_eps: float = field(default=0.2, metadata={"help": "PPO lower clip: ratio >= 1 - eps."})
+    clip_eps_high: float = field(default=0.28, metadata={"help": "PPO upper clip: ratio <= 1 + eps_high."})
+    kl_coef: float = field(default=0.0, metadata={"help": "Weight of the k3 KL to the base (adapter disabled); 0 = off."})
+    sft_min_return: float | None = field(default=None, metadata={"help": "sft keeps calls with return >= this."})
+    sft_top_k: int | None = field(default=None, metadata={"help": "sft keeps the k best rollouts of each task."})
+    grad_clip: float = field(default=1.0, metadata={"help": "Clip the global grad norm to this (0 = off)."})
+    lora_r: int = field(default=16, metadata={"help": "LoRA rank (vLLM accepts 1, 8, 16, 32, 64, ...)."})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (scale alpha / r)."})
+    gradient_checkpointing: bool = field(default=False, metadata={"help": "Recompute activations (less memory)."})
+    seed: int = field(default=0, metadata={"help": "Seed for LoRA init and rollout order."})
+    fresh: bool = field(default=False, metadata={"help": "Start a new adapter instead of continuing LATEST."})
+
+    def __post_init__(self) -> None:
+        self.model = Path(self.model)
+        self.data = Path(self.data)
+        self.out = Path(self.out) if self.out is not None else None
+        _choice("loss", self.loss, LOSS_CHOICES)
+        _choice("loss-agg", self.loss_agg, AGG_CHOICES)
+        _choice("lr-schedule", self.lr_schedule, SCHEDULE_CHOICES)
+        for name in ("rollouts_per_step", "tokens_per_batch", "max_prompt_tokens", "max_response_tokens"):
+            if getattr(self, name) < 1:
+                raise InputError(f"--{_flag(name)} must be >= 1, got {getattr(self, name)}")
+        if self.epochs is not None and self.epochs < 1:
+            raise InputError(f"--epochs must be >= 1, got {self.epochs}")
+        if self.lr is not None and not self.lr > 0:
+            raise InputError(f"--lr must be > 0, got {self.lr}")
+        if self.is_cap <= 0:
+            raise InputError(f"--is-cap must be > 0, got {self.is_cap}; use a large value to turn truncation off")
+        if not 0 < self.clip_eps < 1 or self.clip_eps_high <= 0:
+            raise InputError(
+                f"--clip-eps must be in (0, 1) and --clip-eps-high > 0, got {self.clip_eps}, {self.clip_eps_high}"
+            )
+        if self.kl_coef < 0 or self.grad_clip < 0:
+            raise InputError("--kl-coef and --grad-clip must be >= 0; set 0 to turn them off")
+        if self.sft_top_k is not None and self.sft_top_k < 1:
+            raise InputError(f"--sft-top-k must be >= 1, got {self.sft_top_k}")
+        if self.loss != "sft" and (self.sft_top_k is not None or self.sft_min_return is not None):
+            raise InputError("--sft-top-k/--sft-min-return apply to --loss sft only; drop them or set --loss sft")
+        if self.lora_r not in VLLM_LORA_RANKS:
+            raise InputError(f"--lora-r {self.lora_r}: vLLM accepts {', '.join(map(str, VLLM_LORA_RANKS))}")
+        if self.lora_alpha <= 0:
+            raise InputError(f"--lora-alpha must be > 0, got {self.lora_alpha}")
+
+    @property
+    def adapters_root(self) -> Path:
+        return self.out if self.out is not None else self.data / "adapters"
+
+    @property
+    def resolved_lr(self) -> float:
+        return self.lr if self.lr is not None else (2e-4 if self.loss == "sft" else 2e-5)
+
+    @property
+    def resolved_epochs(self) -> int:
+        return self.epochs if self.epochs is not None else (2 if self.loss == "ppo" else 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d = {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}
+        d["lr"], d["epochs"] = self.resolved_lr, self.resolved_epochs
+        return d
+
+
+def _flag(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _choice(flag: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise InputError(f"--{flag} {value!r}: choose one of {', '.join(choices)}")
+
+
+def find_config_file(data: Path, explicit: Path | None) -> Path | None:
+    """``--config`` when given, else ``<data>/spanrl.toml``, else ``./spanrl.toml`` when they exist."""
+    if explicit is not None:
+        return explicit
+    for candidate in (data / "spanrl.toml", Path("spanrl.toml")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def make_train_config(config_file: Path | None = None, **flags: Any) -> TrainConfig:
+    """Merge flags (None = not given) over the ``[train]`` table of the config file."""
+    data = Path(flags.get("data") or "spanrl-data")
+    path = find_config_file(data, config_file)
+    table: dict[str, Any] = {}
+    if path is not None:
+        try:
+            with open(path, "rb") as fh:
+                table = tomllib.load(fh).get("train", {})
+        except FileNotFoundError:
+            raise InputError(f"{path}: config file not found; pass an existing --config or leave it out") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(f"{path}: not valid TOML ({exc}); fix the file and run again") from None
+    known = {f.name for f in fields(TrainConfig)}
+    unknown = set(table) - known
+    if unknown:
+        raise InputError(f"{path}: unknown keys in [train]: {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+    merged = {**table, **{k: v for k, v in flags.items() if v is not None}}
+    return TrainConfig(**merged)

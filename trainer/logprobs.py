@@ -1,0 +1,63 @@
+"""Log-probs of response tokens only, in chunks: never a full ``T x V`` float32 logits tensor.
+
+The decoder runs once over the padded micro-batch; we keep the hidden states at the positions
+that predict a response token, then apply the output head chunk by chunk and take a selective
+log-softmax (``logit[target] - logsumexp(logits)``). Under autograd each chunk is checkpointed, so
+backward recomputes one ``chunk x V`` block at a time instead of keeping them all (TRL's
+``chunked_nll`` idea). Prompt positions never reach the head at all.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
+
+CHUNK = 1024
+
+
+def selective_log_softmax(logits: Tensor, targets: Tensor) -> Tensor:
+    """``log_softmax(logits)[i, targets[i]]`` without materialising the full log-softmax.
+
+    Same as ``torch.log_softmax(logits.float(), -1).gather(-1, targets[:, None]).squeeze(-1)``.
+    """
+    logits = logits.float()
+    return logits.gather(-1, targets[:, None]).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+
+
+def _head_logp(hidden: Tensor, targets: Tensor, head: nn.Module) -> Tensor:
+    return selective_log_softmax(head(hidden), targets)
+
+
+def causal_lm_parts(model: nn.Module) -> tuple[nn.Module, nn.Module]:
+    """The decoder (hidden states) and the output head of a (peft-wrapped) causal LM."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return base.get_decoder(), base.get_output_embeddings()
+
+
+def response_logprobs(
+    model: nn.Module,
+    input_ids: Tensor,
+    attention_mask: Tensor,
+    pos_b: Tensor,
+    pos_t: Tensor,
+    targets: Tensor,
+    chunk: int = CHUNK,
+) -> Tensor:
+    """Flat ``(N,)`` log-probs of ``targets``, predicted from hidden state ``[pos_b, pos_t]``.
+
+    ``pos_t`` is the position *before* each response token (causal shift done by the caller).
+    Gradients flow when grad mode is on; the LoRA layers live inside the decoder, so peft's
+    ``disable_adapter()`` context applies here as it does to ``model(...)``.
+    """
+    decoder, head = causal_lm_parts(model)
+    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+    picked = hidden[pos_b, pos_t]  # (N, H)
+    out = []
+    for start in range(0, picked.shape[0], chunk):
+        h, t = picked[start : start + chunk], targets[start : start + chunk]
+        if torch.is_grad_enabled() and h.requires_grad:
+            out.append(checkpoint(_head_logp, h, t, head, use_reentrant=False))
+        else:
+            out.append(_head_logp(h, t, head))
+    return torch.cat(out) if out else picked.new_zeros(0)
