@@ -24,12 +24,14 @@ class CollectorConfig:
     max_body_mib: float = field(default=64.0, metadata={"help": "Largest request after decompression (413 above)."})
     queue_mib: float = field(default=256.0, metadata={"help": "Request bytes waiting for the writer (429 above)."})
     queue_items: int = field(default=1024, metadata={"help": "Requests waiting for the writer (429 above)."})
+    max_inflight: int = field(default=32, metadata={"help": "Requests read or decoded at once per transport "
+                                                             "(429 / RESOURCE_EXHAUSTED above)."})
     discard: bool = field(default=False, metadata={"help": "Parse and drop (benchmark baseline only)."})
 
     def __post_init__(self) -> None:
         if self.rotate_mb <= 0:
             raise InputError(f"--rotate-mb must be positive, got {self.rotate_mb}; try 64")
-        if self.max_body_mib <= 0 or self.queue_mib <= 0 or self.queue_items <= 0:
+        if min(self.max_body_mib, self.queue_mib, self.queue_items, self.max_inflight) <= 0:
             raise InputError("body and queue limits must be positive")
         for name in ("http_port", "grpc_port"):
             port = getattr(self, name)

@@ -73,6 +73,7 @@ def add_services(server: grpc.aio.Server, receiver: Receiver) -> None:
 
 
 def build_server(receiver: Receiver) -> grpc.aio.Server:
-    server = grpc.aio.server(options=server_options(receiver.config.max_body_bytes))
+    server = grpc.aio.server(options=server_options(receiver.config.max_body_bytes),
+                             maximum_concurrent_rpcs=receiver.config.max_inflight)
     add_services(server, receiver)
     return server

@@ -6,6 +6,7 @@ Replies in the request's content type (an empty ``Export*ServiceResponse`` on su
 
 from __future__ import annotations
 
+import asyncio
 import json
 import zlib
 
@@ -136,6 +137,7 @@ def _content_type(request: web.Request) -> str:
 def build_app(receiver: Receiver) -> web.Application:
     """The aiohttp application; tests run it in-process with ``aiohttp.test_utils``."""
     config = receiver.config
+    inflight = asyncio.Semaphore(config.max_inflight)  # bounds bodies held in memory at once
 
     async def handle(request: web.Request) -> web.Response:
         reply_type = JSON
@@ -152,11 +154,13 @@ def build_app(receiver: Receiver) -> web.Application:
             length = request.content_length or 0
             if length > config.max_body_bytes:
                 raise HttpError(413, f"request body over {config.max_body_bytes} bytes")
-            if not receiver.budget.would_admit(length):
+            if not receiver.budget.would_admit(length) or inflight.locked():
                 return _refuse(receiver, Outcome.BUSY, reply_type)
-            body = await read_body(request, encoding, config.max_body_bytes)
-            decoded = _decode(signal, body, reply_type)
-            outcome = await receiver.export(signal, decoded.request, decoded.items, decoded.size)
+            async with inflight:
+                body = await read_body(request, encoding, config.max_body_bytes)
+                decoded = _decode(signal, body, reply_type)
+                del body
+                outcome = await receiver.export(signal, decoded.request, decoded.items, decoded.size)
             if outcome is not Outcome.OK:
                 return _refuse(receiver, outcome, reply_type)
             return _reply(200, reply_type)

@@ -71,47 +71,101 @@ def format_double(value: float) -> str:
     return sign + mant + exp
 
 
+_KEY_PREFIX: dict[str, str] = {}  # attribute key -> '{"key":"k","value":' (keys repeat in every span)
+_KEY_CACHE_MAX = 8192
+
+
+def _key_prefix(key: str) -> str:
+    prefix = _KEY_PREFIX.get(key)
+    if prefix is None:
+        prefix = '{"key":' + quote(key) + ',"value":' if key else '{"value":'
+        if len(_KEY_PREFIX) < _KEY_CACHE_MAX:
+            _KEY_PREFIX[key] = prefix
+    return prefix
+
+
 def _any_value(v: Any) -> str:
+    out: list[str] = []
+    _append_value(out, v)
+    return "".join(out)
+
+
+def _append_value(out: list[str], v: Any) -> None:
+    """Appends one AnyValue; the hot path of the whole receiver, hence the flat appends."""
     kind = v.WhichOneof("value")
     if kind == "string_value":
-        return '{"stringValue":' + quote(v.string_value) + "}"
-    if kind == "int_value":
-        return '{"intValue":"' + str(v.int_value) + '"}'
-    if kind == "bool_value":
-        return '{"boolValue":true}' if v.bool_value else '{"boolValue":false}'
-    if kind == "double_value":
-        return '{"doubleValue":' + format_double(v.double_value) + "}"
-    if kind == "array_value":
+        out.append('{"stringValue":' + quote(v.string_value) + "}")
+    elif kind == "int_value":
+        out.append('{"intValue":"' + str(v.int_value) + '"}')
+    elif kind == "bool_value":
+        out.append('{"boolValue":true}' if v.bool_value else '{"boolValue":false}')
+    elif kind == "double_value":
+        out.append('{"doubleValue":' + format_double(v.double_value) + "}")
+    elif kind == "array_value":
         values = v.array_value.values
         if not values:
-            return '{"arrayValue":{}}'
-        return '{"arrayValue":{"values":[' + ",".join(_any_value(x) for x in values) + "]}}"
-    if kind == "kvlist_value":
+            out.append('{"arrayValue":{}}')
+            return
+        out.append('{"arrayValue":{"values":[')
+        for i, item in enumerate(values):
+            if i:
+                out.append(",")
+            _append_value(out, item)
+        out.append("]}}")
+    elif kind == "kvlist_value":
         values = v.kvlist_value.values
         if not values:
-            return '{"kvlistValue":{}}'
-        return '{"kvlistValue":{"values":[' + ",".join(_key_value(x) for x in values) + "]}}"
-    if kind == "bytes_value":
-        return '{"bytesValue":"' + base64.b64encode(v.bytes_value).decode("ascii") + '"}'
-    return "{}"
+            out.append('{"kvlistValue":{}}')
+            return
+        out.append('{"kvlistValue":{"values":[')
+        _append_key_values(out, values)
+        out.append("]}}")
+    elif kind == "bytes_value":
+        out.append('{"bytesValue":"' + base64.b64encode(v.bytes_value).decode("ascii") + '"}')
+    else:
+        out.append("{}")
 
 
-def _key_value(kv: Any) -> str:
-    if kv.key:
-        return '{"key":' + quote(kv.key) + ',"value":' + _any_value(kv.value) + "}"
-    return '{"value":' + _any_value(kv.value) + "}"
+# KeyValue wire bytes -> its JSON. Agents repeat most attributes span after span (model, operation,
+# service fields); one C call (SerializeToString) + a dict hit replaces four field reads and the formatting.
+_KV_CACHE: dict[bytes, str] = {}
+_KV_CACHE_MAX = 65536
+_KV_CACHE_MAX_WIRE = 256  # big values (prompts) are rarely repeated: not worth the memory
+
+
+def _append_key_values(out: list[str], values: Any) -> None:
+    append = out.append
+    first = True
+    for kv in values:
+        if not first:
+            append(",")
+        first = False
+        wire = kv.SerializeToString()
+        text = _KV_CACHE.get(wire)
+        if text is None:
+            parts = [_key_prefix(kv.key)]
+            _append_value(parts, kv.value)
+            parts.append("}")
+            text = "".join(parts)
+            if len(wire) <= _KV_CACHE_MAX_WIRE:
+                if len(_KV_CACHE) >= _KV_CACHE_MAX:
+                    _KV_CACHE.clear()
+                _KV_CACHE[wire] = text
+        append(text)
 
 
 def _attrs(out: list[str], attributes: Any, dropped: int) -> None:
     """Appends ``"attributes":[...]`` and ``"droppedAttributesCount":n`` when non-empty (after a comma)."""
     if attributes:
-        out.append(',"attributes":[' + ",".join(_key_value(kv) for kv in attributes) + "]")
+        out.append(',"attributes":[')
+        _append_key_values(out, attributes)
+        out.append("]")
     if dropped:
         out.append(',"droppedAttributesCount":' + str(dropped))
 
 
 def _object(parts: list[str]) -> str:
-    """Joins parts that each start with a comma into ``{...}``."""
+    """Joins parts whose first one starts with a comma into ``{...}``."""
     if not parts:
         return "{}"
     text = "".join(parts)

@@ -52,6 +52,7 @@ class EmbeddedCollector:
             raise InputError(f"cannot bind gRPC {host}:{self.config.grpc_port} (in use?); pick another --grpc-port")
         await self._grpc.start()
         self._runner = web.AppRunner(build_app(self.receiver), access_log=None, handle_signals=False,
+                                     shutdown_timeout=SHUTDOWN_GRACE_S,
                                      auto_decompress=False)  # we decompress, bounded (zip bombs)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, self.config.http_port, reuse_port=False)
@@ -65,12 +66,11 @@ class EmbeddedCollector:
         return Endpoints(http_port, grpc_port)
 
     async def stop(self) -> None:
-        if self._grpc is not None:
-            await self._grpc.stop(SHUTDOWN_GRACE_S)
-            self._grpc = None
-        if self._runner is not None:
-            await self._runner.cleanup()  # stops listening, waits for in-flight handlers
-            self._runner = None
+        # both doors stop accepting at once; in-flight requests finish (their batches are written and acked)
+        grpc_server, runner = self._grpc, self._runner
+        self._grpc = self._runner = None
+        await asyncio.gather(grpc_server.stop(SHUTDOWN_GRACE_S) if grpc_server else asyncio.sleep(0),
+                             runner.cleanup() if runner else asyncio.sleep(0))
         if self.receiver is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.receiver.close)
 

@@ -76,17 +76,17 @@ def load_air_rules(config_file: Path | None, table: dict[str, Any] | None = None
     return rules
 
 
-def register_air(con: duckdb.DuckDBPyConnection, rules: list[AirRule], create: str) -> None:
-    """Bind the rules into ``_air_rules`` and create ``_air_rule_hits`` (``create`` = VIEW | TABLE).
+def air_rule_hits_sql(con: duckdb.DuckDBPyConnection, rules: list[AirRule], check: bool = True) -> str:
+    """Bind the rules into ``_air_rules``; return the SELECT for ``_air_rule_hits``.
 
-    Each predicate is checked on its own first, so a typo names its rule instead of failing the
-    combined query.
+    With ``check`` each predicate is planned on its own first, so a typo names its rule instead of
+    failing the combined query (the builder checks; ``spanrl sql``'s views skip the cost).
     """
     con.execute("CREATE OR REPLACE TEMP TABLE _air_rules (rule_index INTEGER, name VARCHAR, value DOUBLE)")
     if rules:
         con.executemany("INSERT INTO _air_rules VALUES (?, ?, ?)",
                         [(i, r.name, r.value) for i, r in enumerate(rules)])
-    for rule in rules:
+    for rule in rules if check else []:
         try:
             con.execute(f"EXPLAIN SELECT CASE WHEN ({rule.when}) THEN 0 END FROM _air_candidates")
         except duckdb.Error as exc:
@@ -96,7 +96,7 @@ def register_air(con: duckdb.DuckDBPyConnection, rules: list[AirRule], create: s
             ) from None
     cases = ", ".join(f"CASE WHEN ({r.when}) THEN {i} END" for i, r in enumerate(rules))
     template = resources.files("spanrl.ingest").joinpath("sql/rewards/_air_rule_hits.sql").read_text()
-    con.execute(f"CREATE OR REPLACE TEMP {create} _air_rule_hits AS " + template.replace("/*RULE_CASES*/", cases))
+    return template.replace("/*RULE_CASES*/", cases)
 
 
 def rules_as_dicts(rules: list[AirRule]) -> list[dict[str, Any]]:

@@ -71,7 +71,7 @@ def open_lake(cfg: IngestConfig) -> duckdb.DuckDBPyConnection:
     """Stage 1's views over the lake, with the memory limit and a spill folder under the data root."""
     from spanrl.ingest.views import connect  # stage 1 (engineer B) owns the lake views
 
-    con = connect(cfg.data, read_only=False)
+    con = connect(cfg.data, read_only=False, stage2=False)
     spill = Path(cfg.data) / "tmp"
     spill.mkdir(parents=True, exist_ok=True)
     con.execute(f"SET memory_limit = '{_plain(cfg.memory_limit)}'")
@@ -191,10 +191,11 @@ def print_summary(result: BuildResult) -> None:
         table.add_row("orphan spans re-attached", f"{s['orphans_reattached']} of {s['orphan_spans']}")
     if s.get("feedback_unknown_keys"):
         table.add_row("feedback with unknown key", f"{s['feedback_unknown_keys']}: " + ", ".join(s["feedback_unknown"]))
-    verdict = {"written": str(result.path), "unchanged": f"unchanged (LATEST = {result.snapshot_id})",
+    console = Console()
+    console.print(table)
+    verdict = {"written": f"written {result.path}", "unchanged": f"unchanged (LATEST = {result.snapshot_id})",
                "empty": "none written: no complete rollout with transitions yet"}[result.status]
-    table.add_row("snapshot", verdict)
-    Console().print(table)
+    console.print(f"snapshot: {verdict}", soft_wrap=True, highlight=False)
 
 
 def _pairs(d: dict[str, Any]) -> str:

@@ -101,4 +101,25 @@ def sql(data: Path, query: str | None, sql_file: Path | None, fmt: str, out: Pat
     Example:
       spanrl sql "select model, sum(output_tokens) from llm_calls group by 1"
     """
-    raise InputError("sql is not built yet")
+    import sys
+
+    from spanrl.ingest.query import interactive, json_columns_of, lake_is_empty, run_query, write_result
+    from spanrl.ingest.views import connect
+
+    if query is not None and sql_file is not None:
+        raise InputError("give the query as an argument or with -f FILE, not both")
+    if sql_file is not None:
+        query = sql_file.read_text()
+    elif query is None and not sys.stdin.isatty():
+        query = sys.stdin.read()
+    if lake_is_empty(data):
+        click.echo(f"note: the trace lake {data / 'lake'} holds no spans or logs yet: run `spanrl ingest` "
+                   f"(reading {data / 'otel'}) first; tables are empty.", err=True)
+    con = connect(data)
+    if query is None:
+        interactive(data, con)
+        return
+    result = run_query(data, query, con)
+    write_result(result, fmt, out, json_cols=json_columns_of(con, query))
+    if out is not None:
+        click.echo(f"{result.num_rows} row(s) written to {out}", err=True)

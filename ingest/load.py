@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -174,13 +174,19 @@ def drop_duplicates(con: duckdb.DuckDBPyConnection, lake: Path, staging: Path, t
         con.execute(f"COPY (SELECT * FROM read_parquet({sql_literal(staged_glob)}, hive_partitioning = true) "
                     f"LIMIT 0) TO {sql_literal(lake_glob)} (FORMAT parquet)")
     n = con.execute(render_sql(f"{table}_duplicates", staged=staged_glob, lake=lake_glob)).fetchone()[0]
-    if n:
-        out = staging / f"_dedup_{table}"
-        _copy(con, render_sql(f"{table}_dedupe", staged=staged_glob, lake=lake_glob), out / table)
-        for path in staging.glob(f"*/{table}"):
-            if path.parent != out:
-                shutil.rmtree(path)
-    return int(n)
+    if not n:
+        return 0
+    before = _count_glob(con, staged_glob)
+    out = staging / f"_dedup_{table}"
+    _copy(con, render_sql(f"{table}_dedupe", staged=staged_glob, lake=lake_glob), out / table)
+    for path in staging.glob(f"*/{table}"):
+        if path.parent != out:
+            shutil.rmtree(path)
+    return before - _count(con, out / table)
+
+
+def _count_glob(con: duckdb.DuckDBPyConnection, glob: str) -> int:
+    return con.execute(f"SELECT count(*) FROM read_parquet({sql_literal(glob)})").fetchone()[0]
 
 
 def publish(staging: Path, lake: Path) -> None:
@@ -222,7 +228,7 @@ def load_lake(cfg: IngestConfig, on_progress: Callable[[SpanFile, int], None] | 
     if not plan:
         summary.seconds = time.perf_counter() - t0
         return summary
-    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    now = datetime.now(UTC).replace(tzinfo=None)
     run_id = now.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     staging = lake / "_staging" / run_id
     tmp = lake / "_tmp"

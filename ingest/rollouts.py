@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 
 from spanrl.errors import InputError
-from spanrl.ingest.air import AirRule, load_air_rules, register_air
+from spanrl.ingest.air import AirRule, air_rule_hits_sql, load_air_rules
 from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.feedback import load_feedback
 
@@ -77,11 +77,33 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materiali
     files = load_feedback(con, cfg.data)
     rules = load_air_rules(cfg.config_file)
     for name, path, heavy in STAGE2_OBJECTS:
-        kind = "TABLE" if materialize and heavy else "VIEW"
-        con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {read_sql(path)}")
+        _create(con, name, "TABLE" if materialize and heavy else "VIEW", read_sql(path))
         if name == _AIR_AFTER:
-            register_air(con, rules, "TABLE" if materialize else "VIEW")
+            _create(con, "_air_rule_hits", "TABLE" if materialize else "VIEW", air_rule_hits_sql(con, rules, check=materialize))
     return Stage2Setup(air_rules=rules, feedback_files=files)
+
+
+def register_lake_views(con: duckdb.DuckDBPyConnection, data: Path) -> bool:
+    """``rewards``, ``rollouts`` (and their helpers) as views for ``spanrl sql``; False on a lake
+    without LLM-call views yet. Config comes from ``DATA/spanrl.toml`` like the builder's."""
+    from spanrl.ingest.config import make_ingest_config
+
+    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    if not set(REQUIRED) <= have:
+        return False
+    register_stage2(con, make_ingest_config(data=Path(data)), materialize=False)
+    return True
+
+
+def _create(con: duckdb.DuckDBPyConnection, name: str, kind: str, body: str) -> None:
+    """CREATE OR REPLACE TEMP VIEW|TABLE; it cannot turn a view into a table (or back), so the other
+    kind (left by ``connect()``'s views, say) is dropped first."""
+    other = "VIEW" if kind == "TABLE" else "TABLE"
+    try:
+        con.execute(f"DROP {other} IF EXISTS temp.{name}")
+    except duckdb.CatalogException:
+        pass  # the name exists as `kind` already: CREATE OR REPLACE handles it
+    con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {body}")
 
 
 def _check_stage1(con: duckdb.DuckDBPyConnection) -> None:

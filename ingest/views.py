@@ -62,20 +62,10 @@ def lake_glob(lake: Path, table: str) -> str | None:
     return str(folder / "*" / "*.parquet")
 
 
-def _empty_table(con: duckdb.DuckDBPyConnection, name: str) -> None:
-    """An empty ``spans``/``logs`` with the lake's columns, so views and queries work on an empty lake."""
-    con.execute(read_sql("otlp_types"))
-    batches = "trace_batches" if name == "spans" else "log_batches"
-    column = "resourceSpans otlp_resource_spans[]" if name == "spans" else "resourceLogs otlp_resource_logs[]"
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _{batches} ({column}, source_file VARCHAR, line_no BIGINT)")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW {batches} AS SELECT * FROM _{batches}")
-    body = read_sql(f"{name}_load")
-    con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * EXCLUDE (line_no) FROM ({body}) "
-                "WHERE false", {"ingested_at": None})
-
-
-def connect(data: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+def connect(data: Path, read_only: bool = True, stage2: bool = True) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with every lake table and view registered.
+
+    ``stage2=False`` leaves out the rewards/rollouts views (quicker when only the lake is needed).
 
     With ``read_only`` the connection can reach nothing outside the data root (DuckDB's
     ``allowed_directories`` + ``enable_external_access = false``, locked); ``spanrl sql`` also
@@ -86,12 +76,17 @@ def connect(data: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     for table in ("spans", "logs"):
         glob = lake_glob(lake, table)
         if glob is None:
-            _empty_table(con, table)
+            con.execute(read_sql(f"{table}_empty"))
         else:
             con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet("
                         f"{sql_literal(glob)}, hive_partitioning = true, union_by_name = true)")
+    con.execute(read_sql("llm_macros"))
     for name in VIEW_ORDER[2:]:
         register_view(con, name)
+    if stage2:
+        from spanrl.ingest.rollouts import register_lake_views  # stage 2: rewards, rollouts (engineer C)
+
+        register_lake_views(con, data)
     if read_only:
         root = str(Path(data).resolve())
         con.execute(f"SET allowed_directories = [{sql_literal(root)}]")

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import click
 
-from spanrl.errors import InputError
 from spanrl.options import data_option
 
 
@@ -93,12 +92,14 @@ def train(data: Path, model: Path, snapshot: str | None, loss: str | None, out: 
               help="How long a request waits for others to batch with.")
 @click.option("--max-tokens", default=256, show_default=True, type=int, help="Default max_tokens per request.")
 @click.option("--device", default="auto", show_default=True, help="auto (cuda when present), cpu or cuda[:N].")
+@click.option("--threads", default=None, type=int, help="torch CPU threads (default: torch's choice).")
 @click.option("--otlp-endpoint", default=None,
               help="OTLP/HTTP base URL for the server's own spans (default: $OTEL_EXPORTER_OTLP_ENDPOINT; none: no export).")
 @click.option("--capture-messages/--no-capture-messages", default=True, show_default=True,
               help="Record gen_ai.input/output.messages on the server's spans (token ids are always recorded).")
 def serve(data: Path, model: Path, adapter: str | None, host: str, port: int, served_model_name: str | None,
-          max_batch: int, batch_wait_ms: float, max_tokens: int, device: str, otlp_endpoint: str | None,
+          max_batch: int, batch_wait_ms: float, max_tokens: int, device: str, threads: int | None,
+          otlp_endpoint: str | None,
           capture_messages: bool) -> None:
     """OpenAI-compatible chat server (transformers + peft) that traces its own token ids.
 
@@ -117,23 +118,62 @@ def serve(data: Path, model: Path, adapter: str | None, host: str, port: int, se
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     config = ServeConfig(model=model, data=data, adapter=adapter, host=host, port=port,
                          served_model_name=served_model_name, max_batch=max_batch, batch_wait_ms=batch_wait_ms,
-                         max_tokens=max_tokens, device=device, otlp_endpoint=otlp_endpoint,
+                         max_tokens=max_tokens, device=device, threads=threads, otlp_endpoint=otlp_endpoint,
                          capture_messages=capture_messages)
     run_server(config)
 
 
 @click.command()
 @data_option
-@click.option("--cycles", default=None, type=int, help="Train/eval cycles to run.")
-@click.option("--quick", is_flag=True, help="A few-minute smoke run.")
-def demo(data: Path, cycles: int | None, quick: bool) -> None:
+@click.option("--cycles", default=None, type=int, help="Training cycles to run [5; 1 with --quick].")
+@click.option("--quick", is_flag=True, help="A few-minute smoke run (few tasks, short replies).")
+@click.option("--model", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Local base model folder (default: SmolLM2-135M-Instruct, prepared under DATA/models).")
+@click.option("--train-tasks", type=int, default=None, help="Training tasks per cycle [6].")
+@click.option("--rollouts-per-task", type=int, default=None, help="Rollouts per training task (a group) [4].")
+@click.option("--eval-tasks", type=int, default=None, help="Held-out tasks evaluated each cycle (max 32) [16].")
+@click.option("--ingest-args", default=None, help="Extra flags for `spanrl ingest`, as one string.")
+@click.option("--train-args", default=None, help="Extra flags for `spanrl train`, as one string.")
+def demo(data: Path, cycles: int | None, quick: bool, model: Path | None, train_tasks: int | None,
+         rollouts_per_task: int | None, eval_tasks: int | None, ingest_args: str | None, train_args: str | None) -> None:
     """The whole loop on this machine: agent -> collector -> ingest -> train -> serve, N cycles.
+
+    Starts the embedded collector and `spanrl serve` on free loopback ports, runs the calculator
+    agent (examples/calc_agent, plain openai SDK + OTel instrumentation) on training and held-out
+    tasks, ingests, trains one LoRA cycle, waits for the server to load it, and repeats. Re-running
+    continues the cycle numbering of the data root. Ctrl-C stops every subprocess.
 
     \b
     Example:
       spanrl demo --quick
+      spanrl demo --cycles 5 --data ./demo-data
     """
-    raise InputError("demo is not built yet")
+    import shlex
+
+    from rich.console import Console
+
+    from spanrl.trainer.demo import QUICK, DemoConfig, run_demo
+    from spanrl.trainer.report import print_table, write_report
+
+    values: dict = dict(QUICK) if quick else {}
+    for key, value in (("cycles", cycles), ("train_tasks", train_tasks), ("rollouts_per_task", rollouts_per_task),
+                       ("eval_tasks", eval_tasks), ("model", model)):
+        if value is not None:
+            values[key] = value
+    if ingest_args is not None:
+        values["ingest_args"] = shlex.split(ingest_args)
+    if train_args is not None:
+        values["train_args"] = shlex.split(train_args)
+    console = Console()
+    try:
+        run_demo(DemoConfig(data=data, **values), console)
+    except KeyboardInterrupt:
+        console.print("[yellow]stopped; every subprocess was shut down. Re-run to continue.[/]")
+        raise SystemExit(130) from None
+    rows, png, page = write_report(data)
+    print_table(rows, console)
+    console.print(f"lake        {data / 'lake'}\nsnapshots   {data / 'transitions'}\nadapters    {data / 'adapters'}"
+                  f"\nheld-out    {data / 'eval'}\nreport      {png}  {page}")
 
 
 @click.command()
@@ -145,4 +185,8 @@ def report(data: Path) -> None:
     Example:
       spanrl report --data ./spanrl-data
     """
-    raise InputError("report is not built yet")
+    from spanrl.trainer.report import print_table, write_report
+
+    rows, png, page = write_report(data)
+    print_table(rows)
+    click.echo(f"wrote {png} and {page}")

@@ -34,7 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from spanrl.errors import InputError
 
@@ -48,13 +55,15 @@ class DemoConfig:
     data: Path
     model: Path | None = None
     cycles: int = 5
-    train_tasks: int = 8  # fresh training tasks per cycle (seeded by the cycle number)
+    train_tasks: int = 6  # fresh training tasks per cycle (seeded by the cycle number)
     rollouts_per_task: int = 4  # a group per task: the group advantage needs several
-    eval_tasks: int = 32  # the fixed held-out split (never trained on)
+    eval_tasks: int = 16  # the first tasks of the fixed held-out split (never trained on)
     temperature: float = 1.0  # training rollouts sample
     eval_temperature: float = 0.0  # held-out rollouts are greedy: less noise between cycles
     max_tokens: int = 48
     concurrency: int = 64
+    max_batch: int = 32  # the server's batch: all concurrent rollouts of a phase in one generate call
+    on_policy: bool = True  # train each cycle on its own rollouts only (see train_snapshot)
     ingest_args: list[str] = field(default_factory=lambda: ["--credit", "identical", "--advantage", "group"])
     train_args: list[str] = field(default_factory=lambda: ["--loss", "pg"])
     reload_timeout_s: float = 300.0
@@ -227,16 +236,18 @@ def agent_env(serve_port: int, otlp_port: int) -> dict[str, str]:
     }
 
 
-def start_agent(tasks: Path, out: Path, split: str, cfg: DemoConfig, env: dict[str, str], run_id: str) -> subprocess.Popen:
-    """One agent process running every rollout of a task file concurrently."""
+def start_agent(tasks: Path, out: Path, split: str, cfg: DemoConfig, env: dict[str, str], run_id: str,
+                log_dir: Path) -> subprocess.Popen:
+    """One agent process running every rollout of a task file concurrently (stderr -> agent-SPLIT.log)."""
     train = split == "train"
     cmd = [sys.executable, str(agent_dir() / "agent.py"), "--tasks", str(tasks), "--out", str(out),
            "--split", split, "--agent-name", TRAIN_AGENT if train else EVAL_AGENT, "--run-id", run_id,
            "--rollouts", str(cfg.rollouts_per_task if train else 1),
            "--temperature", str(cfg.temperature if train else cfg.eval_temperature),
            "--max-tokens", str(cfg.max_tokens), "--concurrency", str(cfg.concurrency)]
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with open(log_dir / f"agent-{split}.log", "ab") as log:
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
 
 
 def run_agents(jobs: list[tuple[str, subprocess.Popen, int]], progress: Progress, log_dir: Path) -> None:
@@ -253,12 +264,13 @@ def run_agents(jobs: list[tuple[str, subprocess.Popen, int]], progress: Progress
     for t in threads:
         t.start()
     try:
+        for t in threads:
+            t.join()  # stdout closes when the agent exits
         for label, proc, _ in jobs:
-            err = proc.stderr.read() if proc.stderr else ""
-            proc.wait()
-            (log_dir / "agent.log").open("a").write(f"--- {label}\n{err}")
-            if proc.returncode != 0:
-                raise RuntimeError(f"agent ({label}) exited with {proc.returncode}:\n{err[-2000:]}")
+            if proc.wait() != 0:
+                split = label.rsplit(" ", 2)[-2]
+                log = log_dir / f"agent-{split}.log"
+                raise RuntimeError(f"agent ({label}) exited with {proc.returncode}; see {log}\n{tail(log)}")
     finally:
         for _, proc, _ in jobs:
             stop_group(proc)
@@ -291,10 +303,12 @@ class Demo:
         collector_cmd = spanrl_command("collector", "--embedded", "--data", str(self.data),
                                        "--http-port", str(otlp), "--grpc-port", str(grpc))
         serve_cmd = spanrl_command("serve", "--model", str(model), "--data", str(self.data),
-                                   "--adapter", "LATEST", "--port", str(serve))
+                                   "--adapter", "LATEST", "--port", str(serve), "--max-batch", str(self.cfg.max_batch),
+                                   "--otlp-endpoint", f"http://127.0.0.1:{otlp}")
+        serve_env = {**os.environ, "OTEL_BSP_SCHEDULE_DELAY": "500"}  # its spans reach the files promptly
         with (
             background("collector", collector_cmd, self.logs) as collector,
-            background("serve", serve_cmd, self.logs) as server,
+            background("serve", serve_cmd, self.logs, serve_env) as server,
         ):
             self.console.print(f"[bold]collector[/] OTLP http://127.0.0.1:{otlp}   "
                                f"[bold]serve[/] http://127.0.0.1:{serve}/v1   logs {self.logs}")
@@ -340,7 +354,8 @@ class Demo:
             part = out.with_suffix(".jsonl.part")
             part.parent.mkdir(parents=True, exist_ok=True)
             part.unlink(missing_ok=True)
-            jobs.append((f"cycle {cycle}: {split} rollouts", start_agent(tasks, part, split, self.cfg, self.env, run_id), n))
+            agent = start_agent(tasks, part, split, self.cfg, self.env, run_id, self.logs)
+            jobs.append((f"cycle {cycle}: {split} rollouts", agent, n))
             parts.append((part, out))
         started = time.monotonic()
         run_agents(jobs, progress, self.logs)
@@ -359,14 +374,16 @@ class Demo:
         with self._progress() as progress:
             result = self._rollouts(cycle, progress, with_train=True)
             step = progress.add_task(f"cycle {cycle}: ingest (span files -> lake -> snapshot)", total=1)
+            wait_for_quiet_files(self.data / "otel")
             result.seconds["ingest"] = run_step("ingest", spanrl_command(
                 "ingest", "--data", str(self.data), "--settle", "0s", "--agent", f"^{TRAIN_AGENT}$",
                 *self.cfg.ingest_args), self.logs)
             check_no_eval_rows(self.data)
+            snapshot = train_snapshot(self.data, cycle) if self.cfg.on_policy else "LATEST"
             progress.advance(step)
             step = progress.add_task(f"cycle {cycle}: train (snapshot -> LoRA adapter)", total=1)
             result.seconds["train"] = run_step("train", spanrl_command(
-                "train", "--data", str(self.data), "--model", str(model), "--snapshot", "LATEST",
+                "train", "--data", str(self.data), "--model", str(model), "--snapshot", snapshot,
                 *self.cfg.train_args), self.logs)
             progress.advance(step)
             result.adapter = self._policy_name()
@@ -387,8 +404,49 @@ class Demo:
 
     def wait_for_adapter(self, adapter: str, server: subprocess.Popen) -> None:
         """The server reports the adapter it serves on /health; wait until it names the new one."""
-        wait_until(lambda: adapter in http_get(f"{self.serve_url}/health")[1], f"serve reloading {adapter}", server,
-                   self.logs / "serve.log", self.cfg.reload_timeout_s)
+
+        def serving() -> bool:
+            status, body = http_get(f"{self.serve_url}/health")
+            return status == 200 and json.loads(body).get("adapter") == adapter
+
+        wait_until(serving, f"serve loading adapter {adapter}", server, self.logs / "serve.log", self.cfg.reload_timeout_s)
+
+
+def wait_for_quiet_files(folder: Path, quiet_s: float = 2.0, timeout_s: float = 60.0) -> None:
+    """Spans still in flight (the server exports every 0.5 s) land before ingest reads the files."""
+    def snapshot() -> list[tuple[str, int]]:
+        return sorted((p.name, p.stat().st_size) for p in folder.glob("*") if p.is_file())
+
+    deadline, last, since = time.monotonic() + timeout_s, None, time.monotonic()
+    while time.monotonic() < deadline:
+        now = snapshot()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return
+        time.sleep(0.25)
+
+
+def train_snapshot(data: Path, cycle: int) -> str:
+    """On-policy training: a snapshot of LATEST's rows from this cycle's rollouts only.
+
+    Ingest snapshots every complete rollout in the lake, so cycle N's snapshot also holds the
+    rollouts of older policies. The demo trains each cycle on its own rollouts (their group
+    advantages are already computed per task, and tasks are per cycle) by writing a filtered
+    snapshot with the public ``spanrl.transitions`` writer; its manifest names the parent.
+    """
+    import pyarrow.compute as pc
+
+    from spanrl.transitions.snapshot import read_snapshot, write_snapshot
+
+    table, manifest = read_snapshot(data, "LATEST")
+    mine = table.filter(pc.starts_with(table["rollout_id"], f"c{cycle}-"))
+    if mine.num_rows == 0:
+        raise RuntimeError(f"snapshot {manifest['snapshot_id']} holds no transition of cycle {cycle}; "
+                           f"see {data / 'demo' / 'logs'}")
+    config = {**manifest.get("config", {}), "demo_cycle": cycle, "parent_snapshot": manifest["snapshot_id"],
+              "filter": f"rollout_id LIKE 'c{cycle}-%'"}
+    return write_snapshot(data, mine, config, manifest.get("source_files", []), manifest.get("stats")).name
 
 
 def check_no_eval_rows(data: Path) -> None:
@@ -401,10 +459,11 @@ def check_no_eval_rows(data: Path) -> None:
     folder = data / "transitions" / latest.read_text().strip()
     if not list(folder.glob("*.parquet")):
         return
-    leaked = duckdb.sql(
-        "select count(*) from read_parquet($glob) where task_id like 'eval-%' or agent_name <> $agent",
-        params={"glob": str(folder / "*.parquet"), "agent": TRAIN_AGENT},
-    ).fetchone()[0]
+    with duckdb.connect() as con:
+        leaked = con.execute(
+            "select count(*) from read_parquet($glob) where task_id like 'eval-%' or agent_name <> $agent",
+            {"glob": str(folder / "*.parquet"), "agent": TRAIN_AGENT},
+        ).fetchone()[0]
     if leaked:
         raise RuntimeError(f"snapshot {folder} holds {leaked} held-out/other-agent transitions; the --agent filter failed")
 

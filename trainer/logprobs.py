@@ -10,19 +10,21 @@ backward recomputes one ``chunk x V`` block at a time instead of keeping them al
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-CHUNK = 1024
+CHUNK_ELEMENTS = 1 << 25  # logits per chunk: 128 MiB in float32
+MIN_CHUNK_ROWS = 256
 
 
 def selective_log_softmax(logits: Tensor, targets: Tensor) -> Tensor:
-    """``log_softmax(logits)[i, targets[i]]`` without materialising the full log-softmax.
+    """``log_softmax(logits)[i, targets[i]]`` without keeping the full log-softmax.
 
-    Same as ``torch.log_softmax(logits.float(), -1).gather(-1, targets[:, None]).squeeze(-1)``.
+    Same as ``torch.log_softmax(logits.float(), -1).gather(-1, targets[:, None]).squeeze(-1)``;
+    the fused cross-entropy kernel is the fastest way to it on CPU and GPU.
     """
-    logits = logits.float()
-    return logits.gather(-1, targets[:, None]).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+    return -F.cross_entropy(logits.float(), targets, reduction="none")
 
 
 def _head_logp(hidden: Tensor, targets: Tensor, head: nn.Module) -> Tensor:
@@ -42,21 +44,26 @@ def response_logprobs(
     pos_b: Tensor,
     pos_t: Tensor,
     targets: Tensor,
-    chunk: int = CHUNK,
+    chunk: int | None = None,
 ) -> Tensor:
     """Flat ``(N,)`` log-probs of ``targets``, predicted from hidden state ``[pos_b, pos_t]``.
 
     ``pos_t`` is the position *before* each response token (causal shift done by the caller).
+    ``chunk`` rows go through the head at once (default: about 128 MiB of float32 logits).
     Gradients flow when grad mode is on; the LoRA layers live inside the decoder, so peft's
     ``disable_adapter()`` context applies here as it does to ``model(...)``.
     """
     decoder, head = causal_lm_parts(model)
     hidden = decoder(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
     picked = hidden[pos_b, pos_t]  # (N, H)
+    if chunk is None:
+        chunk = max(MIN_CHUNK_ROWS, CHUNK_ELEMENTS // head.weight.shape[0])
+    # one chunk holds all its logits anyway; checkpointing pays only when there are several
+    recompute = torch.is_grad_enabled() and picked.requires_grad and picked.shape[0] > chunk
     out = []
     for start in range(0, picked.shape[0], chunk):
         h, t = picked[start : start + chunk], targets[start : start + chunk]
-        if torch.is_grad_enabled() and h.requires_grad:
+        if recompute:
             out.append(checkpoint(_head_logp, h, t, head, use_reentrant=False))
         else:
             out.append(_head_logp(h, t, head))

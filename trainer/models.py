@@ -78,28 +78,39 @@ def prepare_demo_model(data_root: Path) -> Path:
 
 
 def _convert_gguf(gguf: Path, out: Path) -> None:
-    """GGUF -> plain transformers checkpoint (bf16 safetensors + tokenizer + chat template)."""
+    """GGUF -> plain transformers checkpoint (bf16 safetensors + config + tokenizer + chat template).
+
+    The dequantised state dict is written directly (no second model in memory); its keys are
+    checked against the architecture built on the meta device, so a mapping gap fails loudly
+    here instead of turning into silently random weights at load time.
+    """
     import json
 
     import torch
+    from safetensors.torch import save_file
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    if not tokenizer.chat_template:
+        raise RuntimeError(f"the tokenizer in {gguf} carries no chat template")
     loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     config = loaded.config
-    config.dtype = torch.bfloat16
     for leftover in ("quantization_config", "_model_name_or_path"):  # GGUF-only fields
         if hasattr(config, leftover):
             delattr(config, leftover)
-    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    missing, unexpected = plain.load_state_dict(loaded.state_dict(), strict=False)
-    missing = [k for k in missing if not (k == "lm_head.weight" and config.tie_word_embeddings)]
-    if missing or unexpected:
-        raise RuntimeError(f"GGUF state dict does not fit the rebuilt model: missing={missing} unexpected={unexpected}")
+    config.dtype = torch.bfloat16
+    state = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in loaded.state_dict().items()}
     if config.tie_word_embeddings:
-        plain.tie_weights()
-    plain.to(torch.bfloat16).save_pretrained(out)
+        state.pop("lm_head.weight", None)
+    with torch.device("meta"):
+        expected = set(AutoModelForCausalLM.from_config(config).state_dict())
+    if config.tie_word_embeddings:
+        expected.discard("lm_head.weight")
+    if set(state) != expected:
+        raise RuntimeError(f"GGUF tensors do not fit {config.model_type}: missing={sorted(expected - set(state))} "
+                           f"unexpected={sorted(set(state) - expected)}")
+    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+    config.save_pretrained(out)
+    loaded.generation_config.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    if not tokenizer.chat_template:
-        raise RuntimeError(f"the tokenizer in {gguf} carries no chat template")
     (out / _MARKER).write_text(json.dumps({"source": str(gguf), "format": "safetensors", "dtype": "bfloat16"}) + "\n")

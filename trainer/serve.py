@@ -50,6 +50,7 @@ class ServeConfig:
     batch_wait_ms: float = field(default=10.0, metadata={"help": "How long the first request waits for others to batch with."})
     max_tokens: int = field(default=256, metadata={"help": "Default max_tokens when a request gives none."})
     device: str = field(default="auto", metadata={"help": "auto (cuda when present), cpu or cuda[:N]."})
+    threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)."})
     otlp_endpoint: str | None = field(default=None, metadata={"help": "OTLP/HTTP base URL for the server's spans (default: OTEL_EXPORTER_OTLP_ENDPOINT)."})
     capture_messages: bool = field(default=True, metadata={"help": "Put gen_ai.input/output.messages on the span."})
 
@@ -58,6 +59,8 @@ class ServeConfig:
             raise InputError(f"--max-batch must be at least 1, got {self.max_batch}")
         if self.batch_wait_ms < 0:
             raise InputError(f"--batch-wait-ms must be >= 0, got {self.batch_wait_ms}")
+        if self.threads is not None and self.threads < 1:
+            raise InputError(f"--threads must be at least 1, got {self.threads}")
         if self.max_tokens < 1:
             raise InputError(f"--max-tokens must be at least 1, got {self.max_tokens}")
 
@@ -141,7 +144,7 @@ class ChatServer:
         self.config = config
         self.model_path = _resolve_model(config)
         self.name = config.served_model_name or self.model_path.name
-        self.engine = Engine(self.model_path, config.device)
+        self.engine = Engine(self.model_path, config.device, config.threads)
         self.watcher = _make_watcher(self.engine, config)
         self.batcher = Batcher(self.engine, self.watcher, config.max_batch, config.batch_wait_ms / 1000.0)
         self.provider = make_tracer_provider(config.otlp_endpoint, span_exporter)
@@ -194,8 +197,8 @@ class ChatServer:
                 raise ApiError("load_lora_adapter needs lora_name and lora_path (strings)")
             if not (Path(path) / "adapter_config.json").is_file():
                 raise ApiError(f"{path} holds no adapter_config.json; pass a PEFT adapter folder", param="lora_path")
-            if name in self.engine.loaded and not body.get("load_inplace", True):
-                raise ApiError(f"The lora adapter '{name}' has already been loaded.")
+            if name in self.engine.loaded and not body.get("load_inplace", False):  # vLLM's rule
+                raise ApiError(f"The lora adapter '{name}' has already been loaded; pass load_inplace: true to replace it.")
             await self._on_model_thread(lambda: self.engine.load_adapter(name, Path(path)))
         except ApiError as exc:
             return _error_response(exc)

@@ -67,9 +67,12 @@ def adapter_slot(adapter_id: str) -> str:
 class Engine:
     """Owns the model; every method runs on the single worker thread (never concurrently)."""
 
-    def __init__(self, model_path: Path, device: str = "auto") -> None:
+    def __init__(self, model_path: Path, device: str = "auto", threads: int | None = None) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if threads:  # process-wide; on a busy small machine 1 thread beats 2 for small models
+            torch.set_num_threads(threads)
 
         self.device = pick_device(device)
         dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32

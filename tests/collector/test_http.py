@@ -222,3 +222,41 @@ def test_disk_full_gets_503_and_the_receiver_keeps_running(tmp_path: Path, monke
 
     assert run(go()) == [(503, "1"), (200, None)]
     assert len(lines(tmp_path)) == 1
+
+
+def test_stop_drains_in_flight_requests(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shutdown stops accepting but every request already in flight is written and acknowledged."""
+    gate = threading.Event()
+    real = SignalWriter._write
+
+    def slow_write(self: SignalWriter, items: list[Any]) -> None:
+        gate.wait(10)
+        real(self, items)
+
+    monkeypatch.setattr(SignalWriter, "_write", slow_write)
+    from spanrl.collector.config import CollectorConfig
+    from spanrl.collector.server import EmbeddedCollector
+
+    async def go() -> tuple[list[int], bool]:
+        collector = EmbeddedCollector(CollectorConfig(data_root=tmp_path, http_port=0, grpc_port=0))
+        ep = await collector.start()
+        url = f"http://127.0.0.1:{ep.http_port}/v1/traces"
+        async with aiohttp.ClientSession() as s:
+            sends = [asyncio.ensure_future(post(s, url, make_traces(2, name=f"d{i}").SerializeToString()))
+                     for i in range(20)]
+            await asyncio.sleep(0.5)
+            stopping = asyncio.ensure_future(collector.stop())
+            await asyncio.sleep(0.2)
+            gate.set()
+            statuses = [(await f)[0] for f in sends]
+            await stopping
+            try:
+                await post(s, url, b"")
+                refused = False
+            except aiohttp.ClientConnectionError:
+                refused = True
+        return statuses, refused
+
+    statuses, refused = run(go())
+    assert statuses == [200] * 20 and refused
+    assert len(lines(tmp_path)) == 20

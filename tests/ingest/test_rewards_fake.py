@@ -11,7 +11,7 @@ import pytest
 
 from spanrl.errors import InputError
 from spanrl.ingest.build import build_transitions
-from spanrl.ingest.config import IngestConfig, make_ingest_config
+from spanrl.ingest.config import make_ingest_config
 from spanrl.transitions import read_snapshot
 from tests.transitions.lakefake import FakeLake, assistant, new_id, user
 
@@ -87,7 +87,7 @@ def test_feedback_files_all_keys_late_arrival_and_unknown(tmp_path: Path) -> Non
     con, second = _run(lake)
     assert second.status == "written" and second.snapshot_id != first.snapshot_id
     table, manifest = read_snapshot(tmp_path)
-    assert dict(zip(table["rollout_id"].to_pylist(), table["final_reward"].to_pylist())) == {a: 1.0, b: 0.5, c: 0.25}
+    assert dict(zip(table["rollout_id"].to_pylist(), table["final_reward"].to_pylist(), strict=True)) == {a: 1.0, b: 0.5, c: 0.25}
     assert str(fb / "late.csv") in manifest["source_files"]
     target = con.execute("SELECT target_span_id FROM rewards WHERE source = 'feedback' AND value = 0.25").fetchall()
     assert target == [(lake.llm[2]["span_id"],)]

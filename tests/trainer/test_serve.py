@@ -319,6 +319,11 @@ def test_load_lora_adapter_endpoint(model_dir: Path, tmp_path: Path, served, cli
     ok = httpx.post(running.url + "/v1/load_lora_adapter", json={"lora_name": "my-lora", "lora_path": str(adapter)},
                     timeout=60)
     assert ok.status_code == 200, ok.text
+    again = httpx.post(running.url + "/v1/load_lora_adapter", json={"lora_name": "my-lora", "lora_path": str(adapter)})
+    assert again.status_code == 400 and "load_inplace" in again.json()["error"]["message"]  # vLLM's rule
+    inplace = httpx.post(running.url + "/v1/load_lora_adapter", timeout=60,
+                         json={"lora_name": "my-lora", "lora_path": str(adapter), "load_inplace": True})
+    assert inplace.status_code == 200, inplace.text
     assert {m.id for m in client.models.list().data} == {NAME, "my-lora"}
     tuned = client.chat.completions.create(model="my-lora", messages=HELLO, temperature=0, max_tokens=4, logprobs=True)
     base = client.chat.completions.create(model=NAME, messages=HELLO, temperature=0, max_tokens=4, logprobs=True)
@@ -327,3 +332,13 @@ def test_load_lora_adapter_endpoint(model_dir: Path, tmp_path: Path, served, cli
     gone = httpx.post(running.url + "/v1/unload_lora_adapter", json={"lora_name": "my-lora"}, timeout=60)
     assert gone.status_code == 200
     assert [m.id for m in client.models.list().data] == [NAME]
+
+
+def test_stop_strings_cut_the_reply(client: openai.OpenAI) -> None:
+    full = client.chat.completions.create(model=NAME, messages=HELLO, temperature=0, max_tokens=12).choices[0]
+    text = full.message.content
+    starts = [i for i in range(len(text) // 3, len(text) - 1) if text[i:i + 2].isascii() and text[i:i + 2].isalnum()]
+    assert starts, f"greedy reply {text!r} has no ASCII pair to stop on"
+    stop = text[starts[0]:starts[0] + 2]
+    cut = client.chat.completions.create(model=NAME, messages=HELLO, temperature=0, max_tokens=12, stop=[stop]).choices[0]
+    assert cut.finish_reason == "stop" and cut.message.content == text[:text.find(stop)]

@@ -280,3 +280,26 @@ def test_cli_notify_posts_load_lora_adapter(model_dir: Path, tokenizer, tmp_path
     finally:
         box["loop"].call_soon_threadsafe(box["loop"].stop)
         thread.join(10)
+
+
+def test_chunked_head_with_recompute_gives_the_same_gradients(model_dir: Path, tokenizer) -> None:
+    import pyarrow as pa
+    from peft import LoraConfig, get_peft_model
+
+    from spanrl.trainer.data import build_sequences, collate
+    from spanrl.trainer.logprobs import response_logprobs
+    from spanrl.transitions import TRANSITION_SCHEMA
+
+    rows = tiny_rollout_rows(tokenizer, n_tasks=1, rollouts_per_task=2, calls_per_rollout=1)
+    seqs, _ = build_sequences(pa.Table.from_pylist(rows, schema=TRANSITION_SCHEMA), tokenizer, 4096, 4096)
+    b = collate(seqs, [0, 1], tokenizer.pad_token_id)
+    torch.manual_seed(0)
+    model = get_peft_model(_load(model_dir, None), LoraConfig(r=8, target_modules=["q_proj", "down_proj"],
+                                                             init_lora_weights=False))
+    grads = []
+    for chunk in (5, None):  # several checkpointed chunks vs one plain chunk
+        model.zero_grad()
+        logp = response_logprobs(model, b["input_ids"], b["attention_mask"], b["pos_b"], b["pos_t"], b["targets"], chunk=chunk)
+        logp.sum().backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.requires_grad]))
+    assert torch.allclose(grads[0], grads[1], atol=1e-5) and grads[0].abs().sum() > 0

@@ -1,0 +1,10 @@
+-- llm_calls/agent_lightning: spans that carry token ids (DESIGN §8: spanrl.prompt_token_ids,
+-- spanrl.response_token_ids, spanrl.response_logprobs; Agent Lightning's prompt_token_ids /
+-- response_token_ids), e.g. the serving engine's own span. Alone they are a call without messages;
+-- next to a client span (parent/child or same gen_ai.response.id) they only add the token ids.
+SELECT trace_id, span_id, 'token_ids' AS convention,
+       NULL::JSON AS input_messages, NULL::JSON AS output_message, NULL::JSON AS tools, NULL AS finish_reason,
+       9 AS priority
+FROM spans
+WHERE json_exists(attributes, '$."spanrl.prompt_token_ids"') OR json_exists(attributes, '$."spanrl.response_token_ids"')
+   OR json_exists(attributes, '$.prompt_token_ids') OR json_exists(attributes, '$.response_token_ids')

@@ -1,0 +1,31 @@
+-- llm_calls/genai_latest: OTel GenAI semconv >= 1.37: gen_ai.input.messages, gen_ai.output.messages,
+-- gen_ai.system_instructions, gen_ai.tool.definitions as JSON (strings on spans with
+-- OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental + content SPAN_ONLY; structured values in
+-- the gen_ai.client.inference.operation.details log event). OpenLLMetry >= 0.55 writes the same.
+WITH src AS (
+    SELECT trace_id, span_id, scope_name, attributes AS a, 'span' AS origin FROM spans
+    WHERE json_exists(attributes, '$."gen_ai.input.messages"') OR json_exists(attributes, '$."gen_ai.output.messages"')
+    UNION ALL
+    SELECT trace_id, span_id, scope_name, attributes AS a, 'log' AS origin FROM logs
+    WHERE event_name = 'gen_ai.client.inference.operation.details' AND span_id IS NOT NULL
+),
+parsed AS (
+    SELECT *, json_or_text(json_extract(a, '$."gen_ai.input.messages"')) AS im,
+           json_or_text(json_extract(a, '$."gen_ai.output.messages"')) AS om,
+           json_or_text(json_extract(a, '$."gen_ai.system_instructions"')) AS si,
+           json_or_text(json_extract(a, '$."gen_ai.tool.definitions"')) AS td
+    FROM src
+)
+SELECT trace_id, span_id,
+       CASE WHEN scope_name LIKE 'opentelemetry.instrumentation.openai.v%' OR json_exists(a, '$."gen_ai.openai.api_base"')
+            THEN 'openllmetry' WHEN origin = 'log' THEN 'genai_semconv_latest_event' ELSE 'genai_semconv_latest' END AS convention,
+       to_json(CASE WHEN si IS NOT NULL AND json_array_length(si) > 0
+                    THEN [chat_message('system', content_text(si), NULL, NULL)] ELSE [] END
+               || flatten(list_transform(json_extract(im, '$[*]'), lambda m: parts_messages(m)))) AS input_messages,
+       CASE WHEN json_array_length(om) > 0 THEN chat_message('assistant', parts_text(json_extract(om, '$[0]')),
+                                                             parts_tool_calls(json_extract(om, '$[0]')), NULL) END AS output_message,
+       chat_tools(td) AS tools,
+       coalesce(json_extract_string(om, '$[0].finish_reason'),
+                json_extract_string(a, '$."gen_ai.response.finish_reasons"[0]')) AS finish_reason,
+       1 AS priority
+FROM parsed

@@ -1,0 +1,47 @@
+-- llm_calls/openinference: Arize OpenInference LLM spans (openinference.span.kind = LLM) with the
+-- flattened llm.input_messages.{i}.message.{role,content,contents.{j}...,tool_call_id,
+-- tool_calls.{k}.tool_call.{id,function.name,function.arguments}}, llm.output_messages.{i}...,
+-- llm.tools.{i}.tool.json_schema, llm.token_count.*, llm.model_name, llm.invocation_parameters.
+WITH src AS (
+    SELECT trace_id, span_id, attributes AS a, json_keys(attributes) AS ks
+    FROM spans WHERE attributes->>'openinference.span.kind' = 'LLM'
+),
+msgs AS (
+    SELECT trace_id, span_id, a,
+           list_transform(flat_indices(ks, 'llm.input_messages.'), lambda i: 'llm.input_messages.' || i || '.message.') AS ins,
+           list_transform(flat_indices(ks, 'llm.output_messages.'), lambda i: 'llm.output_messages.' || i || '.message.') AS outs,
+           flat_indices(ks, 'llm.tools.') AS tools_idx, ks
+    FROM src
+)
+SELECT trace_id, span_id, 'openinference' AS convention,
+       to_json(list_transform(ins, lambda p: chat_message(
+           json_extract_string(a, '$."' || p || 'role"'),
+           coalesce(json_extract_string(a, '$."' || p || 'content"'),
+                    nullif(array_to_string(list_transform(flat_indices(ks, p || 'contents.'),
+                        lambda j: json_extract_string(a, '$."' || p || 'contents.' || j || '.message_content.text"')), ''), '')),
+           to_json(list_transform(flat_indices(ks, p || 'tool_calls.'), lambda k: chat_tool_call(
+               json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.id"'),
+               json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.function.name"'),
+               json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.function.arguments"')))),
+           json_extract_string(a, '$."' || p || 'tool_call_id"')))) AS input_messages,
+       list_transform(outs, lambda p: chat_message(
+           coalesce(json_extract_string(a, '$."' || p || 'role"'), 'assistant'),
+           coalesce(json_extract_string(a, '$."' || p || 'content"'),
+                    nullif(array_to_string(list_transform(flat_indices(ks, p || 'contents.'),
+                        lambda j: json_extract_string(a, '$."' || p || 'contents.' || j || '.message_content.text"')), ''), '')),
+           to_json(list_transform(flat_indices(ks, p || 'tool_calls.'), lambda k: chat_tool_call(
+               json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.id"'),
+               json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.function.name"'),
+               json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.function.arguments"')))),
+           NULL))[1] AS output_message,
+       chat_tools(to_json(list_transform(tools_idx, lambda i: json_extract(a, '$."llm.tools.' || i || '.tool.json_schema"')))) AS tools,
+       coalesce(json_extract_string(a, '$."llm.finish_reason"'),
+                json_extract_string(json_or_text(json_extract(a, '$."output.value"')), '$.choices[0].finish_reason')) AS finish_reason,
+       json_extract_string(a, '$."llm.model_name"') AS model,
+       coalesce(json_extract_string(a, '$."llm.provider"'), json_extract_string(a, '$."llm.system"')) AS provider,
+       try_cast(json_extract(a, '$."llm.token_count.prompt"') AS BIGINT) AS input_tokens,
+       try_cast(json_extract(a, '$."llm.token_count.completion"') AS BIGINT) AS output_tokens,
+       try_cast(json_extract(json_or_text(json_extract(a, '$."llm.invocation_parameters"')), '$.temperature') AS DOUBLE) AS temperature,
+       json_extract_string(json_or_text(json_extract(a, '$."output.value"')), '$.id') AS response_id,
+       3 AS priority
+FROM msgs

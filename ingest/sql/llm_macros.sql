@@ -1,0 +1,100 @@
+-- llm_macros: helpers the llm_calls/*.sql and tool_calls.sql views share (registered by views.py
+-- before the views). They turn every convention's message encoding into OpenAI chat shape:
+-- {"role", "content", "tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}],
+--  "tool_call_id"}; keys whose value would be null (tool_calls, tool_call_id) are left out.
+
+-- A JSON value that may be JSON text inside a string (attributes are strings in Python SDKs).
+CREATE OR REPLACE MACRO json_or_text(j) AS CASE
+    WHEN j IS NULL THEN NULL
+    WHEN json_type(j) = 'VARCHAR' THEN coalesce(try_cast(json_extract_string(j, '$') AS JSON), j)
+    ELSE j END;
+
+-- JSON -> text as it should appear in a message: strings as they are, anything else serialised.
+CREATE OR REPLACE MACRO json_text(j) AS CASE
+    WHEN j IS NULL OR json_type(j) = 'NULL' THEN NULL
+    WHEN json_type(j) = 'VARCHAR' THEN json_extract_string(j, '$')
+    ELSE CAST(j AS VARCHAR) END;
+
+-- Message content: a string, or a list of parts ({"type":"text","text"|"content"}) joined.
+CREATE OR REPLACE MACRO content_text(j) AS CASE
+    WHEN j IS NULL OR json_type(j) = 'NULL' THEN NULL
+    WHEN json_type(j) = 'VARCHAR' THEN json_extract_string(j, '$')
+    WHEN json_type(j) = 'ARRAY' THEN nullif(array_to_string(list_transform(json_extract(j, '$[*]'),
+        lambda p: coalesce(json_extract_string(p, '$.text'), json_extract_string(p, '$.content'),
+                           CASE WHEN json_type(p) = 'VARCHAR' THEN json_extract_string(p, '$') END, '')), ''), '')
+    ELSE CAST(j AS VARCHAR) END;
+
+-- Strands-style content: a string holding JSON content blocks [{"text": ...}] -> their text.
+CREATE OR REPLACE MACRO blocks_text(s) AS CASE
+    WHEN json_type(try_cast(s AS JSON)) = 'ARRAY' THEN content_text(try_cast(s AS JSON))
+    ELSE s END;
+
+CREATE OR REPLACE MACRO chat_tool_call(id, name, arguments) AS
+    json_object('id', id, 'type', 'function', 'function', json_object('name', name, 'arguments', arguments));
+
+CREATE OR REPLACE MACRO chat_message(role, content, tool_calls, tool_call_id) AS json_merge_patch(
+    json_object('role', role, 'content', content),
+    json_object('tool_calls', CASE WHEN json_array_length(tool_calls) > 0 THEN tool_calls END,
+                'tool_call_id', tool_call_id));
+
+-- LangChain / LangSmith message types and roles -> OpenAI roles.
+CREATE OR REPLACE MACRO chat_role(x) AS CASE lower(x)
+    WHEN 'human' THEN 'user' WHEN 'humanmessage' THEN 'user' WHEN 'ai' THEN 'assistant'
+    WHEN 'aimessage' THEN 'assistant' WHEN 'aimessagechunk' THEN 'assistant' WHEN 'model' THEN 'assistant'
+    WHEN 'systemmessage' THEN 'system' WHEN 'toolmessage' THEN 'tool' WHEN 'developer' THEN 'system'
+    ELSE lower(x) END;
+
+-- OpenAI-style ({"function": {...}}) or LangChain-style ({"name", "args"}) tool calls -> OpenAI.
+CREATE OR REPLACE MACRO chat_tool_calls(j) AS to_json(list_transform(json_extract(j, '$[*]'),
+    lambda t: chat_tool_call(json_extract_string(t, '$.id'),
+        coalesce(json_extract_string(t, '$.function.name'), json_extract_string(t, '$.name')),
+        json_text(coalesce(json_extract(t, '$.function.arguments'), json_extract(t, '$.args'),
+                           json_extract(t, '$.arguments'))))));
+
+-- Any message object we meet (OpenAI chat, LangChain serialised {"lc":1,"id":[...,"HumanMessage"],
+-- "kwargs":{...}}, GenAI <= 1.36 event bodies) -> OpenAI chat shape; default_role when it has none.
+CREATE OR REPLACE MACRO chat_from_any(m, default_role) AS chat_message(
+    chat_role(coalesce(json_extract_string(m, '$.role'), json_extract_string(m, '$.type'),
+                       json_extract_string(m, '$.id[#-1]'), default_role)),
+    content_text(coalesce(json_extract(m, '$.kwargs.content'), json_extract(m, '$.content'), json_extract(m, '$.text'))),
+    chat_tool_calls(coalesce(json_extract(m, '$.kwargs.tool_calls'), json_extract(m, '$.tool_calls'))),
+    coalesce(json_extract_string(m, '$.kwargs.tool_call_id'), json_extract_string(m, '$.tool_call_id'),
+             CASE WHEN default_role = 'tool' THEN json_extract_string(m, '$.id') END));
+
+-- GenAI >= 1.37 parts ({"type":"text"|"tool_call"|"tool_call_response", ...}).
+CREATE OR REPLACE MACRO parts_text(m) AS nullif(array_to_string(list_transform(
+    list_filter(json_extract(m, '$.parts[*]'), lambda p: json_extract_string(p, '$.type') = 'text'),
+    lambda p: json_extract_string(p, '$.content')), ''), '');
+CREATE OR REPLACE MACRO parts_tool_calls(m) AS to_json(list_transform(
+    list_filter(json_extract(m, '$.parts[*]'), lambda p: json_extract_string(p, '$.type') = 'tool_call'),
+    lambda p: chat_tool_call(json_extract_string(p, '$.id'), json_extract_string(p, '$.name'),
+                             json_text(json_extract(p, '$.arguments')))));
+-- one GenAI message -> a list of chat messages (a tool message holds one result per call)
+CREATE OR REPLACE MACRO parts_messages(m) AS CASE
+    WHEN len(list_filter(json_extract(m, '$.parts[*]'),
+                         lambda p: json_extract_string(p, '$.type') = 'tool_call_response')) > 0
+    THEN list_transform(list_filter(json_extract(m, '$.parts[*]'),
+                                    lambda p: json_extract_string(p, '$.type') = 'tool_call_response'),
+        lambda p: chat_message('tool', json_text(coalesce(json_extract(p, '$.response'), json_extract(p, '$.result'))),
+                               NULL, json_extract_string(p, '$.id')))
+    ELSE [chat_message(json_extract_string(m, '$.role'), parts_text(m), parts_tool_calls(m), NULL)] END;
+
+-- Tool definitions: OpenAI {"type":"function","function":{...}} or flat {"type","name","parameters"}.
+CREATE OR REPLACE MACRO chat_tools(j) AS nullif(to_json(list_transform(json_extract(j, '$[*]'),
+    lambda t: CASE WHEN json_extract(json_or_text(t), '$.function') IS NOT NULL THEN json_or_text(t)
+        ELSE json_object('type', coalesce(json_extract_string(json_or_text(t), '$.type'), 'function'),
+                         'function', json_object('name', json_extract_string(json_or_text(t), '$.name'),
+                                                 'description', json_extract_string(json_or_text(t), '$.description'),
+                                                 'parameters', coalesce(json_or_text(json_extract(json_or_text(t), '$.parameters')),
+                                                                        json_or_text(json_extract(json_or_text(t), '$.inputSchema')))))
+        END)), '[]');
+
+-- Flattened indexed attributes (OpenInference llm.input_messages.{i}..., OpenLLMetry gen_ai.prompt.{i}...):
+-- the sorted distinct indices i that follow `prefix` among the keys ks.
+CREATE OR REPLACE MACRO flat_indices(ks, prefix) AS list_sort(list_distinct(list_filter(list_transform(
+    list_filter(ks, lambda k: starts_with(k, prefix)),
+    lambda k: try_cast(split_part(k[length(prefix) + 1:], '.', 1) AS INTEGER)), lambda i: i IS NOT NULL)));
+
+-- Token ids of DESIGN §8 (spanrl.*) and Agent Lightning's plain names.
+CREATE OR REPLACE MACRO attr_int_list(a, k1, k2) AS
+    try_cast(json_or_text(coalesce(json_extract(a, '$."' || k1 || '"'), json_extract(a, '$."' || k2 || '"'))) AS INTEGER[]);

@@ -1,0 +1,74 @@
+-- tool_calls: one row per tool execution (DESIGN §4).
+-- From tool spans: GenAI execute_tool (gen_ai.operation.name / span name), OpenInference TOOL,
+-- traceloop.span.kind = tool, LangSmith tool runs, Vercel ai.toolCall. llm_span_id is the LLM call
+-- whose output asked for it: by tool_call_id, else the last call of the trace that ended before
+-- the tool started. When a call's tool call has no tool span, the row comes from the call's output
+-- (span_id NULL) and its result from the tool-role message of a later call in the trace.
+WITH calls AS MATERIALIZED (
+    SELECT trace_id, span_id, start_ns, end_ns, input_messages, output_message FROM llm_calls
+),
+tool_spans AS (
+    SELECT s.trace_id, s.span_id, s.start_ns, s.end_ns, s.status_code, s.status_message, s.events, s.attributes AS a, s."name"
+    FROM spans AS s
+    WHERE json_extract_string(s.attributes, '$."gen_ai.operation.name"') = 'execute_tool'
+       OR starts_with(s."name", 'execute_tool ')
+       OR json_extract_string(s.attributes, '$."openinference.span.kind"') = 'TOOL'
+       OR json_extract_string(s.attributes, '$."traceloop.span.kind"') = 'tool'
+       OR json_extract_string(s.attributes, '$."langsmith.span.kind"') = 'tool'
+       OR s."name" = 'ai.toolCall'
+),
+from_spans AS (
+    SELECT trace_id, span_id, start_ns, end_ns, status_code,
+           coalesce(json_extract_string(a, '$."gen_ai.tool.name"'), json_extract_string(a, '$."tool.name"'),
+                    json_extract_string(a, '$."ai.toolCall.name"'), json_extract_string(a, '$."traceloop.entity.name"'),
+                    nullif(regexp_extract("name", '^execute_tool (.+)$', 1), ''), "name") AS tool_name,
+           json_text(coalesce(json_extract(a, '$."gen_ai.tool.call.arguments"'), json_extract(a, '$."input.value"'),
+                              json_extract(a, '$."ai.toolCall.args"'), json_extract(a, '$."traceloop.entity.input"'))) AS arguments,
+           json_text(coalesce(json_extract(a, '$."gen_ai.tool.call.result"'), json_extract(a, '$."output.value"'),
+                              json_extract(a, '$."ai.toolCall.result"'), json_extract(a, '$."traceloop.entity.output"'))) AS result,
+           coalesce(json_extract_string(a, '$."gen_ai.tool.call.id"'), json_extract_string(a, '$."tool_call.id"'),
+                    json_extract_string(a, '$."tool.id"'), json_extract_string(a, '$."ai.toolCall.id"')) AS tool_call_id,
+           coalesce(json_extract_string(a, '$."error.type"'),
+                    json_extract_string(events, '$[0].attributes."exception.type"'),
+                    CASE WHEN status_code = 'ERROR' THEN coalesce(status_message, 'error') END) AS error_type
+    FROM tool_spans
+),
+asked AS (  -- every tool call an LLM output asked for
+    SELECT c.trace_id, c.span_id AS llm_span_id, c.end_ns AS llm_end_ns,
+           json_extract_string(t, '$.id') AS tool_call_id,
+           json_extract_string(t, '$.function.name') AS tool_name,
+           json_extract_string(t, '$.function.arguments') AS arguments
+    FROM calls AS c, unnest(json_extract(c.output_message, '$.tool_calls[*]')) AS u(t)
+    WHERE c.output_message IS NOT NULL
+),
+span_rows AS (
+    SELECT f.*,
+           coalesce((SELECT any_value(q.llm_span_id) FROM asked AS q
+                     WHERE q.trace_id = f.trace_id AND q.tool_call_id = f.tool_call_id),
+                    (SELECT arg_max(c.span_id, c.end_ns) FROM calls AS c
+                     WHERE c.trace_id = f.trace_id AND c.end_ns <= f.start_ns)) AS llm_span_id
+    FROM from_spans AS f
+),
+answers AS (  -- tool-role messages in later calls' inputs
+    SELECT c.trace_id, c.start_ns, json_extract_string(m, '$.tool_call_id') AS tool_call_id, json_extract_string(m, '$.content') AS result
+    FROM calls AS c, unnest(json_extract(c.input_messages, '$[*]')) AS u(m)
+    WHERE json_extract_string(m, '$.role') = 'tool'
+),
+output_rows AS (
+    SELECT q.trace_id, NULL::VARCHAR AS span_id, q.llm_span_id, q.tool_name, q.arguments,
+           (SELECT arg_min(a.result, a.start_ns) FROM answers AS a
+            WHERE a.trace_id = q.trace_id AND a.tool_call_id = q.tool_call_id AND a.start_ns >= q.llm_end_ns) AS result,
+           'UNSET' AS status_code, NULL::VARCHAR AS error_type,
+           q.llm_end_ns AS start_ns,
+           (SELECT min(a.start_ns) FROM answers AS a
+            WHERE a.trace_id = q.trace_id AND a.tool_call_id = q.tool_call_id AND a.start_ns >= q.llm_end_ns) AS end_ns,
+           q.tool_call_id
+    FROM asked AS q
+    WHERE NOT EXISTS (SELECT 1 FROM span_rows AS r WHERE r.trace_id = q.trace_id
+                      AND (r.tool_call_id = q.tool_call_id OR (r.tool_call_id IS NULL AND r.llm_span_id = q.llm_span_id)))
+)
+SELECT trace_id, span_id, llm_span_id, tool_name, arguments, result, status_code, error_type, start_ns, end_ns, tool_call_id
+FROM span_rows
+UNION ALL
+SELECT trace_id, span_id, llm_span_id, tool_name, arguments, result, status_code, error_type, start_ns, end_ns, tool_call_id
+FROM output_rows

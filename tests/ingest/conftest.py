@@ -1,0 +1,61 @@
+"""Shared fixtures for the ingest tests: a lake loader, and (once per session) a lake built from
+real instrumented agents talking to the fake OpenAI server through the embedded collector."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spanrl.ingest.config import IngestConfig
+from spanrl.ingest.load import LakeSummary, load_lake
+
+ROOT = Path(__file__).resolve().parents[2]
+AGENT = ROOT / "tests" / "helpers" / "instrumented_agent.py"
+# (instrumentation, scenario, extra flags): each runs as its own process, all at once
+REAL_RUNS = [
+    ("openai-v2", "tools", ["--tool-spans"]),
+    ("openai-v2-latest", "tools", []),
+    ("openinference", "multi", []),
+    ("traceloop", "tools", ["--tool-spans", "--tool-error"]),
+]
+
+
+def ingest(data: Path, **kw) -> LakeSummary:
+    """Stage 1 only, on DATA/otel (or kw input=...)."""
+    return load_lake(IngestConfig(data=data, no_transitions=True, threads=2, **kw))
+
+
+@pytest.fixture(scope="session")
+def real_lake(tmp_path_factory):
+    """DATA with a lake ingested from real instrumentation runs; yields (data, exchanges, runs).
+
+    ``exchanges``: what the fake server saw, [(request, response)]; ``runs``: {instrumentation:
+    {"trace_id", "calls", "scenario"}}.
+    """
+    from tests.helpers.collector import running_collector
+    from tests.helpers.fake_openai import FakeOpenAI
+
+    data = tmp_path_factory.mktemp("real") / "data"
+    runs: dict[str, dict] = {}
+    with FakeOpenAI() as fake, running_collector(data) as ep:
+        env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=ep.http, PYTHONPATH=str(ROOT))
+        procs = []
+        for inst, scenario, flags in REAL_RUNS:
+            cmd = [sys.executable, str(AGENT), "--base-url", fake.url, "--instrumentation", inst,
+                   "--scenario", scenario, "--rollout-id", f"r-{inst}", "--task-id", "weather",
+                   "--reward", "1.0", "--service", inst, "--agent-name", f"agent-{inst}", *flags]
+            procs.append((inst, scenario, subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                                                           stderr=subprocess.PIPE, text=True)))
+        for inst, scenario, proc in procs:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, f"{inst} failed:\n{err[-3000:]}"
+            runs[inst] = {**json.loads(out.strip().splitlines()[-1]), "scenario": scenario}
+        exchanges = list(fake.exchanges)
+    summary = ingest(data)
+    assert summary.rejects == 0
+    yield data, exchanges, runs

@@ -1,0 +1,220 @@
+"""Stage 1 on hand-made span files: every format, every bad-line case, incremental runs, dedupe."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+
+import duckdb
+import pytest
+import zstandard
+
+from spanrl.ingest.views import connect
+from tests.ingest.conftest import ingest
+from tests.ingest.otlp_lines import (
+    T0,
+    log_line,
+    log_record,
+    new_span_id,
+    new_trace_id,
+    span,
+    trace_line,
+    write_lines,
+)
+
+CLOSED = "traces-2026-01-01T00-00-00.000.jsonl"  # a rotated backup: read once, to the end
+
+
+def spans_of(data, where: str = "true") -> list[dict]:
+    con = connect(data, stage2=False)
+    cols = [d[0] for d in con.execute("SELECT * FROM spans LIMIT 0").description]
+    return [dict(zip(cols, r)) for r in con.execute(f"SELECT * FROM spans WHERE {where} ORDER BY start_ns").fetchall()]
+
+
+def rejects_of(data) -> list[tuple]:
+    return duckdb.sql(f"SELECT line, error FROM '{data}/lake/_rejects/*.parquet' ORDER BY line").fetchall()
+
+
+def one_span_line(name: str = "s", **attrs) -> str:
+    return trace_line([span(name, new_trace_id(), new_span_id(), attrs=attrs)])
+
+
+def test_span_row_matches_design(tmp_path) -> None:
+    tid, root, child = new_trace_id(), new_span_id(), new_span_id()
+    line = trace_line([
+        span("root", tid, root, kind=2),
+        span("chat m", tid, child, parent=root, kind=3, start=T0 + 10, status=2, status_message="boom", attrs={
+            "gen_ai.request.model": "m", "n": 42, "big": 2**62, "f": 0.25, "ok": True, "raw": b"\x00\x01",
+            "ids": [1, 2, 3], "names": ["a", "b"], "kv": {"x": 1, "y": ["z"]}},
+            events=[("exception", {"exception.type": "ValueError"})]),
+    ], service="svc")
+    write_lines(tmp_path / "otel" / CLOSED, [line])
+    s = ingest(tmp_path)
+    assert (s.spans, s.rejects, s.files) == (2, 0, 1)
+    r0, r1 = spans_of(tmp_path)
+    assert r0["parent_span_id"] is None and r0["kind"] == "SERVER" and r0["status_code"] == "UNSET"
+    assert (r1["trace_id"], r1["span_id"], r1["parent_span_id"]) == (tid, child, root)
+    assert (r1["kind"], r1["status_code"], r1["status_message"]) == ("CLIENT", "ERROR", "boom")
+    assert r1["start_ns"] == T0 + 10 and r1["end_ns"] == T0 + 1_000_010 and r1["service_name"] == "svc"
+    assert str(r1["date"]) == "2026-01-01" and r1["scope_name"] == "tests"
+    attrs = json.loads(r1["attributes"])
+    assert attrs == {"gen_ai.request.model": "m", "n": 42, "big": 2**62, "f": 0.25, "ok": True, "raw": "AAE=",
+                     "ids": [1, 2, 3], "names": ["a", "b"], "kv": {"x": 1, "y": ["z"]}}
+    assert json.loads(r1["events"])[0]["attributes"] == {"exception.type": "ValueError"}
+    assert json.loads(r1["resource"]) == {"service.name": "svc"}
+    assert r1["source_file"].endswith(CLOSED)
+    con = connect(tmp_path, stage2=False)
+    assert con.execute("SELECT attributes->>'gen_ai.request.model' FROM spans WHERE span_id = ?",
+                       [child]).fetchone()[0] == "m"
+
+
+def test_bad_lines_become_rejects_and_the_rest_loads(tmp_path) -> None:
+    tid = new_trace_id()
+    lines = [
+        one_span_line("good1"),                                                   # 1
+        "not json at all",                                                        # 2 not JSON
+        '{"foo": 1}',                                                             # 3 wrong shape
+        '{"resourceSpans": "abc"}',                                               # 4 wrong shape
+        trace_line([span("noid", "", ""), span("good2", tid, new_span_id())]),    # 5 missing ids (1 of 2)
+        "",                                                                       # blank: skipped
+        one_span_line("weird", u={"fooValue": 1}),                                # 7 unknown value type: kept
+        one_span_line("good3")[:-40],                                             # 8 torn last line
+    ]
+    lines[6] = lines[6].replace('{"kvlistValue":{"values":[{"key":"fooValue","value":{"intValue":"1"}}]}}',
+                                '{"fooValue":1}')
+    write_lines(tmp_path / "otel" / CLOSED, lines, trailing_newline=False)
+    s = ingest(tmp_path)
+    assert s.spans == 3 and s.rejects == 5
+    got = rejects_of(tmp_path)
+    assert [line for line, _ in got] == [2, 3, 4, 5, 8]
+    errors = dict(got)
+    assert errors[2] == "not JSON" and errors[3].startswith("wrong shape") and errors[4].startswith("wrong shape")
+    assert errors[5].startswith("missing ids: 1 span") and errors[8].startswith("truncated line")
+    names = {r["name"]: r for r in spans_of(tmp_path)}
+    assert set(names) == {"good1", "good2", "weird"}
+    assert json.loads(names["weird"]["attributes"]) == {"u": {"fooValue": 1}}
+
+
+def test_ten_megabyte_attribute_is_kept_whole(tmp_path) -> None:
+    big = "x" * (10 * 1024 * 1024)
+    write_lines(tmp_path / "otel" / CLOSED, [one_span_line("big", prompt=big), one_span_line("small")])
+    s = ingest(tmp_path)
+    assert (s.spans, s.rejects) == (2, 0)
+    con = connect(tmp_path, stage2=False)
+    assert con.execute("SELECT length(attributes->>'prompt') FROM spans WHERE name = 'big'").fetchone()[0] == len(big)
+
+
+def test_rerun_adds_nothing_and_duplicates_are_kept_once(tmp_path) -> None:
+    line = one_span_line("dup")
+    write_lines(tmp_path / "otel" / CLOSED, [line, line, one_span_line("other")])  # exporter retry
+    assert ingest(tmp_path).spans == 2
+    assert ingest(tmp_path).files == 0  # closed file: ingested once
+    shutil.copy(tmp_path / "otel" / CLOSED, tmp_path / "otel" / "traces-2026-01-02T00-00-00.000.jsonl")
+    s = ingest(tmp_path)  # the same file copied under another name
+    assert (s.files, s.spans, s.duplicates) == (1, 0, 3)
+    assert len(spans_of(tmp_path)) == 2
+
+
+def test_pre_v0131_lines(tmp_path) -> None:
+    tid, sid = new_trace_id(), new_span_id()
+    line = ('{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"old"}}]},'
+            '"scopeSpans":[{"scope":{},"spans":[{"traceId":"%s","spanId":"%s","parentSpanId":"","name":"LOTR\\u003eStarWars",'
+            '"kind":1,"startTimeUnixNano":"%d","endTimeUnixNano":"%d","attributes":[{"key":"q","value":{"stringValue":'
+            '"a \\u003c b \\u0026 c"}}],"status":{}}]}]}]}' % (tid.upper(), sid.upper(), T0, T0 + 5))
+    write_lines(tmp_path / "otel" / CLOSED, [line])
+    (r,) = spans_of(tmp_path) if ingest(tmp_path).spans == 1 else pytest.fail("not loaded")
+    assert (r["trace_id"], r["span_id"], r["parent_span_id"]) == (tid, sid, None)
+    assert r["name"] == "LOTR>StarWars" and json.loads(r["attributes"]) == {"q": "a < b & c"}
+
+
+def test_active_file_is_read_to_its_last_newline_and_resumed(tmp_path) -> None:
+    active = tmp_path / "otel" / "traces.jsonl"
+    first, second = one_span_line("a"), one_span_line("b")
+    active.parent.mkdir(parents=True)
+    active.write_text(first + "\n" + second[:30])  # the collector is mid-write
+    assert (ingest(tmp_path).spans, ingest(tmp_path).spans) == (1, 0)
+    with open(active, "a") as fh:
+        fh.write(second[30:] + "\n")
+    s = ingest(tmp_path)
+    assert (s.spans, s.rejects) == (1, 0)
+    # rotation: the active file is renamed to a backup and a new one starts
+    third = one_span_line("c")
+    with open(active, "a") as fh:
+        fh.write(third + "\n")
+    active.rename(tmp_path / "otel" / "traces-2026-01-03T00-00-00.000.jsonl")
+    active.write_text(one_span_line("d") + "\n")
+    s = ingest(tmp_path)
+    assert (s.spans, s.duplicates, s.rejects) == (2, 0, 0)  # c from the backup's unread tail, d from the new file
+    assert [r["name"] for r in spans_of(tmp_path)] and {r["name"] for r in spans_of(tmp_path)} == {"a", "b", "c", "d"}
+
+
+def _proto_request(name: str):
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    req = ExportTraceServiceRequest()
+    rs = req.resource_spans.add()
+    rs.resource.attributes.add(key="service.name").value.string_value = "proto-svc"
+    sp = rs.scope_spans.add().spans.add(trace_id=bytes(range(16)), span_id=bytes(range(8)), name=name, kind=3,
+                                        start_time_unix_nano=T0, end_time_unix_nano=T0 + 9)
+    sp.attributes.add(key="n").value.int_value = 7
+    sp.attributes.add(key="ids").value.array_value.values.add().int_value = 5
+    return req
+
+
+@pytest.mark.parametrize("framing", ["proto", "zstd-framed-proto", "zstd-framed-json", "zstd-stream"])
+def test_proto_and_zstd_files(tmp_path, framing: str) -> None:
+    req = _proto_request("p")
+    line = one_span_line("j").encode()
+    cctx = zstandard.ZstdCompressor()
+    if framing == "proto":
+        payloads = [req.SerializeToString()]
+    elif framing == "zstd-framed-proto":
+        payloads = [cctx.compress(req.SerializeToString())]
+    elif framing == "zstd-framed-json":
+        payloads = [cctx.compress(line)]
+    else:
+        payloads = None
+    path = tmp_path / "otel" / "traces-2026-01-01T00-00-00.000.bin"
+    path.parent.mkdir(parents=True)
+    if payloads is None:
+        path.write_bytes(cctx.compress(line + b"\n") + cctx.compress(one_span_line("k").encode() + b"\n"))
+    else:
+        path.write_bytes(b"".join(struct.pack(">I", len(p)) + p for p in payloads) + b"\x00\x00\x01")  # + torn frame
+    s = ingest(tmp_path)
+    rows = spans_of(tmp_path)
+    if framing.endswith("proto"):
+        (r,) = rows
+        assert (r["trace_id"], r["span_id"], r["kind"]) == (bytes(range(16)).hex(), bytes(range(8)).hex(), "CLIENT")
+        assert json.loads(r["attributes"]) == {"n": 7, "ids": [5]} and r["service_name"] == "proto-svc"
+    else:
+        assert {r["name"] for r in rows} == ({"j"} if framing == "zstd-framed-json" else {"j", "k"})
+    assert s.rejects == (0 if framing == "zstd-stream" else 1)  # the torn frame at the end
+
+
+def test_log_files(tmp_path) -> None:
+    tid, sid = new_trace_id(), new_span_id()
+    rec = log_record("gen_ai.choice", {"index": 0, "message": {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}}, tid, sid, T0)
+    write_lines(tmp_path / "otel" / "logs-2026-01-01T00-00-00.000.jsonl", [log_line([rec]), log_line([rec])])
+    s = ingest(tmp_path)
+    assert (s.logs, s.duplicates, s.rejects) == (1, 1, 0)
+    con = connect(tmp_path, stage2=False)
+    row = con.execute("SELECT trace_id, span_id, event_name, body, severity_number, service_name FROM logs").fetchone()
+    assert row[:3] == (tid, sid, "gen_ai.choice") and row[4:] == (9, "agent")
+    assert json.loads(row[3])["message"]["tool_calls"][0]["function"]["name"] == "f"
+
+
+def test_mixed_trace_and_log_lines_in_one_file(tmp_path) -> None:
+    rec = log_record("gen_ai.user.message", {"content": "hi"}, new_trace_id(), new_span_id(), T0)
+    write_lines(tmp_path / "otel" / CLOSED, [one_span_line("a"), log_line([rec])])
+    s = ingest(tmp_path)
+    assert (s.spans, s.logs, s.rejects) == (1, 1, 0)
+
+
+def test_empty_lake_and_no_input(tmp_path) -> None:
+    s = ingest(tmp_path)
+    assert (s.files, s.spans) == (0, 0)
+    con = connect(tmp_path, stage2=False)
+    assert con.execute("SELECT count(*) FROM llm_calls").fetchone()[0] == 0
+    assert con.execute("SELECT count(*) FROM tool_calls").fetchone()[0] == 0

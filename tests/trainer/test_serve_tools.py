@@ -1,0 +1,83 @@
+"""The pure pieces of ``spanrl serve``: tool-call parsing, message normalisation, nucleus sampling, chunking."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from spanrl.trainer.serve_batching import Job, _chunks
+from spanrl.trainer.serve_engine import SamplingParams, Sequence, _nucleus
+from spanrl.trainer.serve_tools import normalise_messages, parse_tool_calls, template_handles_tools
+
+TOOLS = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
+
+
+def test_parse_one_and_several_tool_calls() -> None:
+    reply = parse_tool_calls('Sure.\n<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>')
+    assert reply.content == "Sure."
+    (call,) = reply.tool_calls
+    assert call["type"] == "function" and call["id"].startswith("call_")
+    assert call["function"]["name"] == "add" and json.loads(call["function"]["arguments"]) == {"a": 1, "b": 2}
+    two = parse_tool_calls('<tool_call>{"name": "a", "arguments": {}}</tool_call>\n'
+                           '<tool_call>{"name": "b", "parameters": {"x": "é"}}</tool_call>')
+    assert two.content is None and [c["function"]["name"] for c in two.tool_calls] == ["a", "b"]
+    assert json.loads(two.tool_calls[1]["function"]["arguments"]) == {"x": "é"}
+    assert two.tool_calls[0]["id"] != two.tool_calls[1]["id"]
+
+
+def test_unclosed_last_block_and_string_arguments() -> None:
+    reply = parse_tool_calls('<tool_call>\n{"name": "add", "arguments": "{\\"a\\": 1}"}')
+    assert reply.tool_calls[0]["function"]["arguments"] == '{"a": 1}' and reply.content is None
+
+
+def test_malformed_tool_calls_stay_plain_text() -> None:
+    for text in ['<tool_call>{"name": "add", "arguments": {</tool_call>',  # bad JSON
+                 '<tool_call>["add"]</tool_call>',  # not an object
+                 '<tool_call>{"arguments": {}}</tool_call>',  # no name
+                 '<tool_call>{"name": "ok", "arguments": {}}</tool_call><tool_call>oops</tool_call>']:
+        reply = parse_tool_calls(text)
+        assert reply.tool_calls == [] and reply.content == text  # nothing lost
+    assert parse_tool_calls("just text").content == "just text"
+
+
+def test_messages_for_a_template_with_tools() -> None:
+    msgs = [{"role": "developer", "content": [{"type": "text", "text": "be brief"}]},
+            {"role": "user", "content": "add 1 and 2"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "3"}]
+    out = normalise_messages(msgs, TOOLS, template_tools=True)
+    assert out[0] == {"role": "system", "content": "be brief"}
+    assert out[2]["content"] == "" and out[2]["tool_calls"][0]["function"]["arguments"] == {"a": 1, "b": 2}
+    assert out[3] == {"role": "tool", "content": "3", "tool_call_id": "c1"}
+
+
+def test_messages_for_a_template_without_tools_get_the_hermes_block() -> None:
+    msgs = [{"role": "user", "content": "add 1 and 2"},
+            {"role": "assistant", "content": "ok", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "3"}]
+    out = normalise_messages(msgs, TOOLS, template_tools=False)
+    assert out[0]["role"] == "system" and "<tools>" in out[0]["content"] and '"name": "add"' in out[0]["content"]
+    assert out[2]["content"] == 'ok\n<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool_call>'
+    assert "tool_calls" not in out[2]
+    assert out[3]["content"] == "<tool_response>\n3\n</tool_response>"
+    assert normalise_messages(msgs[:1], None, template_tools=False) == msgs[:1]  # no tools: untouched
+    assert template_handles_tools("{% if tools %}x{% endif %}") and not template_handles_tools("{{ messages }}")
+
+
+def test_nucleus_keeps_the_smallest_set_reaching_top_p() -> None:
+    logp = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05], [0.5, 0.3, 0.15, 0.05]]))
+    out = _nucleus(logp, torch.tensor([0.7, 0.7]), torch.tensor([False, True]))
+    assert torch.allclose(out[0].exp(), torch.tensor([0.625, 0.375, 0.0, 0.0]))  # 0.5 + 0.3 >= 0.7
+    assert torch.allclose(out[1].exp(), logp[1].exp())  # greedy rows are never truncated
+
+
+def test_chunks_respect_max_rows() -> None:
+    def job(n: int) -> Job:
+        return Job([Sequence([1], SamplingParams()) for _ in range(n)])
+
+    jobs = [job(3), job(3), job(1), job(9), job(2)]
+    sizes = [[len(j.seqs) for j in chunk] for chunk in _chunks(jobs, 8)]
+    assert sizes == [[3, 3, 1], [9], [2]]
