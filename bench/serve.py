@@ -57,7 +57,7 @@ def bench_model(name: str, n: int, rounds: int, max_tokens: int, work: Path, thr
 
     path = _model(name, work)
     running = serve_in_background(ServeConfig(model=path, data=work / "data", port=0, max_batch=n,
-                                              batch_wait_ms=20, max_tokens=max_tokens, device="auto",
+                                              batch_wait_ms=50, max_tokens=max_tokens, device="auto",
                                               threads=threads))
     seq_times, par_times, same, total_tokens = [], [], 0, 0
     try:

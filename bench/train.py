@@ -30,23 +30,25 @@ WORDS = ("the agent called the tool and the result was added to the answer with 
          "then it checked the JSON output {\"ok\": true} before replying to the user politely").split()
 
 
-def make_rows(tokenizer, n: int, seq_len: int) -> list[dict]:
-    """n single-call rollouts of about seq_len tokens, ~3/4 of them response (engine token ids)."""
+def make_rows(tokenizer, n: int, seq_len: int, varied: bool) -> list[dict]:
+    """n single-call rollouts (engine token ids), mostly response tokens. ``varied``: lengths
+    spread evenly over [seq_len/4, seq_len] in a shuffled order, as agent calls are; else all seq_len."""
     from tests.helpers.tiny_model import transition_row
 
     rows = []
     for i in range(n):
+        target = seq_len - ((i * 37) % n) * (3 * seq_len // 4) // max(n - 1, 1) if varied else seq_len
         messages = [{"role": "system", "content": "You are a helpful assistant."},
                     {"role": "user", "content": f"Task {i}: explain what happened in step {i % 7}."}]
         prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
         words, r_ids = [], []
         k = i
-        while len(p_ids) + len(r_ids) < seq_len - 1:
+        while len(p_ids) + len(r_ids) < target - 1:
             words.append(WORDS[k % len(WORDS)])
             k += 1
             r_ids = tokenizer(" ".join(words), add_special_tokens=False)["input_ids"]
-        r_ids = r_ids[: seq_len - 1 - len(p_ids)] + [tokenizer.eos_token_id]
+        r_ids = r_ids[: max(1, target - 1 - len(p_ids))] + [tokenizer.eos_token_id]
         rows.append(transition_row(
             rollout_id=f"r{i}", task_id=f"t{i}", prompt_messages=json.dumps(messages),
             response_message=json.dumps({"role": "assistant", "content": " ".join(words)}),
@@ -60,12 +62,12 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def worker_spanrl(model: Path, data: Path, steps: int, batch: int, seq_len: int) -> dict:
+def worker_spanrl(model: Path, data: Path, steps: int, batch: int, seq_len: int, budget: int) -> dict:
     from spanrl.trainer.config import TrainConfig
     from spanrl.trainer.train import train
 
     cfg = TrainConfig(model=model, data=data, loss="sft", loss_agg="token", lr=2e-4, epochs=1,
-                      rollouts_per_step=batch, tokens_per_batch=batch * seq_len, max_prompt_tokens=seq_len,
+                      rollouts_per_step=batch, tokens_per_batch=budget, max_prompt_tokens=seq_len,
                       max_response_tokens=seq_len, out=data / "bench-adapters", fresh=True)
     result = train(cfg, progress=False)
     rows = [json.loads(x) for x in (result.folder / "metrics.jsonl").read_text().splitlines()][:steps]
@@ -75,11 +77,11 @@ def worker_spanrl(model: Path, data: Path, steps: int, batch: int, seq_len: int)
             "final_loss": rows[-1]["loss"]}
 
 
-def worker_trl(model: Path, data: Path, steps: int, batch: int, seq_len: int) -> dict:
+def worker_trl(model: Path, data: Path, steps: int, batch: int, seq_len: int, budget: int) -> dict:
     import torch
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from transformers.utils import logging as hf_logging
     from trl import SFTConfig, SFTTrainer
 
@@ -99,16 +101,27 @@ def worker_trl(model: Path, data: Path, steps: int, batch: int, seq_len: int) ->
                      bf16=False, fp16=False, gradient_checkpointing=False, dataloader_num_workers=0,
                      disable_tqdm=True, seed=0, completion_only_loss=True, max_grad_norm=1.0,
                      adam_beta2=0.99, weight_decay=0.0)
-    trainer = SFTTrainer(model=base, args=args, train_dataset=ds, processing_class=tokenizer, peft_config=lora)
-    t0 = time.perf_counter()
+    step_times: list[float] = []
+
+    class StepTimer(TrainerCallback):
+        """Time each optimizer step like spanrl's metrics do (setup excluded on both sides)."""
+
+        def on_step_begin(self, *a, **k):
+            self.t = time.perf_counter()
+
+        def on_step_end(self, *a, **k):
+            step_times.append(time.perf_counter() - self.t)
+
+    trainer = SFTTrainer(model=base, args=args, train_dataset=ds, processing_class=tokenizer, peft_config=lora,
+                         callbacks=[StepTimer()])
     out = trainer.train()
-    seconds = time.perf_counter() - t0
+    seconds = sum(step_times)
     tokens = sum(len(s["ids"]) - s["n_prompt"] for s in seqs)
     return {"steps": out.global_step, "response_tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds,
             "final_loss": [h["loss"] for h in trainer.state.log_history if "loss" in h][-1]}
 
 
-def prepare(name: str, work: Path, steps: int, batch: int, seq_len: int) -> tuple[Path, Path]:
+def prepare(name: str, work: Path, steps: int, batch: int, seq_len: int, varied: bool) -> tuple[Path, Path]:
     """Base model folder + a data root holding the snapshot and the rendered sequences."""
     import pyarrow as pa
     from transformers import AutoTokenizer
@@ -124,7 +137,7 @@ def prepare(name: str, work: Path, steps: int, batch: int, seq_len: int) -> tupl
 
         model = prepare_demo_model(Path(os.environ.get("SPANRL_BENCH_CACHE", Path(tempfile.gettempdir()) / "spanrl-bench")))
     tokenizer = AutoTokenizer.from_pretrained(model)
-    rows = make_rows(tokenizer, steps * batch, seq_len)
+    rows = make_rows(tokenizer, steps * batch, seq_len, varied)
     data = work / f"data-{name}"
     write_rows_snapshot(data, rows)
     seqs, stats = build_sequences(pa.Table.from_pylist(rows, schema=TRANSITION_SCHEMA), tokenizer, seq_len, seq_len)
@@ -133,9 +146,9 @@ def prepare(name: str, work: Path, steps: int, batch: int, seq_len: int) -> tupl
     return model, data
 
 
-def run_worker(side: str, model: Path, data: Path, steps: int, batch: int, seq_len: int) -> dict:
+def run_worker(side: str, model: Path, data: Path, steps: int, batch: int, seq_len: int, budget: int) -> dict:
     cmd = [sys.executable, __file__, "--worker", side, "--model-dir", str(model), "--data", str(data),
-           "--steps", str(steps), "--batch", str(batch), "--seq-len", str(seq_len)]
+           "--steps", str(steps), "--batch", str(batch), "--seq-len", str(seq_len), "--tokens-per-batch", str(budget)]
     out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     if out.returncode != 0:
         raise SystemExit(f"{side} worker failed:\n{out.stderr[-4000:]}")
@@ -148,29 +161,39 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=None, help="optimizer steps per side (default 20 tiny, 3 demo)")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq-len", type=int, default=256)
+    ap.add_argument("--tokens-per-batch", type=int, default=1024, help="spanrl micro-batch budget (padded tokens)")
+    ap.add_argument("--lengths", choices=["varied", "fixed"], default="varied",
+                    help="varied: lengths spread over [L/4, L] like agent calls; fixed: every sequence L tokens")
+    ap.add_argument("--rounds", type=int, default=2, help="alternate the two sides this often; best of each counts")
     ap.add_argument("--worker", choices=["spanrl", "trl"], help=argparse.SUPPRESS)
     ap.add_argument("--model-dir", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--data", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
         fn = worker_spanrl if a.worker == "spanrl" else worker_trl
-        res = fn(a.model_dir, a.data, a.steps, a.batch, a.seq_len)
+        res = fn(a.model_dir, a.data, a.steps, a.batch, a.seq_len, a.tokens_per_batch)
         res["peak_rss_mb"] = round(peak_rss_mb(), 1)
         print(json.dumps(res))
         return
-    print(f"bench/train: batch {a.batch} x {a.seq_len} tokens, LoRA r=16 all-linear, fp32, torch threads "
-          f"{os.environ.get('OMP_NUM_THREADS', 'default')}")
+    print(f"bench/train: {a.batch} sequences/step, {a.lengths} lengths <= {a.seq_len} tokens, LoRA r=16 all-linear, "
+          f"fp32 CPU, spanrl --tokens-per-batch {a.tokens_per_batch}, best of {a.rounds} alternating rounds")
     with tempfile.TemporaryDirectory(prefix="spanrl-bench-train-") as tmp:
         for name in a.models.split(","):
             steps = a.steps or (20 if name == "tiny" else 3)
-            model, data = prepare(name, Path(tmp), steps, a.batch, a.seq_len)
-            res = {side: run_worker(side, model, data, steps, a.batch, a.seq_len) for side in ("spanrl", "trl")}
-            for side, r in res.items():
+            model, data = prepare(name, Path(tmp), steps, a.batch, a.seq_len, a.lengths == "varied")
+            runs: dict[str, list[dict]] = {"spanrl": [], "trl": []}
+            for _ in range(a.rounds):
+                for side in runs:
+                    runs[side].append(run_worker(side, model, data, steps, a.batch, a.seq_len, a.tokens_per_batch))
+            best = {side: max(rs, key=lambda r: r["tokens_per_s"]) for side, rs in runs.items()}
+            for side, r in best.items():
                 print(f"  {name:5s} {side:7s} {r['steps']:3d} steps  {r['response_tokens']:7d} resp tokens  "
                       f"{r['seconds']:8.2f} s  {r['tokens_per_s']:9.1f} resp tok/s  peak RSS {r['peak_rss_mb']:8.1f} MB  "
-                      f"final loss {r['final_loss']:.3f}")
-            ratio = res["spanrl"]["tokens_per_s"] / res["trl"]["tokens_per_s"]
-            print(f"  {name:5s} ratio spanrl/TRL response tokens/s: {ratio:.2f}x (goal >= 1.3)")
+                      f"final loss {r['final_loss']:.3f}  (all rounds: "
+                      + ", ".join(f"{x['tokens_per_s']:.0f}" for x in runs[side]) + ")")
+            ratio = best["spanrl"]["tokens_per_s"] / best["trl"]["tokens_per_s"]
+            rss = best["spanrl"]["peak_rss_mb"] / best["trl"]["peak_rss_mb"]
+            print(f"  {name:5s} ratio spanrl/TRL response tokens/s: {ratio:.2f}x (goal >= 1.3); peak RSS ratio {rss:.2f}")
 
 
 if __name__ == "__main__":

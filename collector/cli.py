@@ -46,7 +46,7 @@ def collector(data: Path, embedded: bool, host: str, http_port: int, grpc_port: 
         click.echo(f"spanrl collector: running {binary} --config {config_path} (data={data}/otel)", err=True)
         sys.exit(run_otelcol(binary, config_path, otelcol_env(data, host, http_port, grpc_port, rotate_mb)))
     _run_embedded(data, host, http_port, grpc_port, rotate_mb, token, fsync, max_body_mb, discard,
-                  why="" if embedded else " (otelcol-contrib not found)")
+                  why="" if embedded else "; otelcol-contrib not found")
 
 
 def _run_embedded(data: Path, host: str, http_port: int, grpc_port: int, rotate_mb: float, token: str | None,
@@ -59,9 +59,9 @@ def _run_embedded(data: Path, host: str, http_port: int, grpc_port: int, rotate_
                              discard=discard)
 
     def ready(ep: Endpoints) -> None:
-        mode = " discard" if discard else ""
-        click.echo(f"spanrl collector ready{mode} (embedded receiver{why}) http={host}:{ep.http_port} "
-                   f"grpc={host}:{ep.grpc_port} data={config.otel_dir}", err=False)
+        mode = "; discard mode: nothing is written" if discard else ""
+        click.echo(f"spanrl collector ready http={host}:{ep.http_port} grpc={host}:{ep.grpc_port} "
+                   f"data={config.otel_dir} (embedded receiver{why}{mode})")
         sys.stdout.flush()
 
     stats = asyncio.run(run_until_signal(config, ready))

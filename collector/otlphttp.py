@@ -157,7 +157,12 @@ def build_app(receiver: Receiver) -> web.Application:
             if not receiver.budget.would_admit(length) or inflight.locked():
                 return _refuse(receiver, Outcome.BUSY, reply_type)
             async with inflight:
-                body = await read_body(request, encoding, config.max_body_bytes)
+                try:
+                    body = await read_body(request, encoding, config.max_body_bytes)
+                except HttpError:
+                    raise
+                except Exception as exc:  # client went away or sent a broken chunked body
+                    raise HttpError(400, f"could not read the request body: {exc}") from None
                 decoded = _decode(signal, body, reply_type)
                 del body
                 outcome = await receiver.export(signal, decoded.request, decoded.items, decoded.size)

@@ -203,7 +203,7 @@ def _scope(s: Any) -> str:
     return _object(parts)
 
 
-def _span(s: Any) -> str:
+def _span_parts(s: Any) -> list[str]:
     p: list[str] = []
     if s.trace_id.strip(b"\0"):
         p.append(',"traceId":"' + s.trace_id.hex() + '"')
@@ -233,7 +233,7 @@ def _span(s: Any) -> str:
     if s.dropped_links_count:
         p.append(',"droppedLinksCount":' + str(s.dropped_links_count))
     p.append(',"status":' + _status(s.status))
-    return _object(p)
+    return p
 
 
 def _event(e: Any) -> str:
@@ -269,7 +269,7 @@ def _status(st: Any) -> str:
     return _object(p)
 
 
-def _log_record(r: Any) -> str:
+def _log_record_parts(r: Any) -> list[str]:
     p: list[str] = []
     if r.time_unix_nano:
         p.append(',"timeUnixNano":"' + str(r.time_unix_nano) + '"')
@@ -289,36 +289,69 @@ def _log_record(r: Any) -> str:
         p.append(',"spanId":"' + r.span_id.hex() + '"')
     if r.event_name:
         p.append(',"eventName":' + quote(r.event_name))
-    return _object(p)
+    return p
 
 
 def _schema_url(url: str) -> str:
     return ',"schemaUrl":' + quote(url) if url else ""
 
 
+def _append_object(out: list[str], parts: list[str]) -> None:
+    """Appends ``{...}`` from parts whose first one starts with a comma, without joining them first."""
+    if not parts:
+        out.append("{}")
+        return
+    out.append("{" + parts[0][1:])
+    out.extend(parts[1:])
+    out.append("}")
+
+
+def _append_request(out: list[str], resources: Any, scopes_attr: str, scopes_key: str, items_attr: str,
+                    items_key: str, to_parts: Any) -> None:
+    """The shared resource -> scope -> items skeleton, appended flat into ``out``.
+
+    One flat list and a single join per request: joining per span and per level copied each 1 MB line
+    five or six times, which cost more than serialising the fields.
+    """
+    for r_index, res in enumerate(resources):
+        out.append(',{"resource":' if r_index else '{"resource":')
+        out.append(_resource(res.resource))
+        scopes = getattr(res, scopes_attr)
+        if scopes:
+            out.append(scopes_key)
+            for s_index, sc in enumerate(scopes):
+                out.append(',{"scope":' if s_index else '{"scope":')
+                out.append(_scope(sc.scope))
+                items = getattr(sc, items_attr)
+                if items:
+                    out.append(items_key)
+                    for i_index, item in enumerate(items):
+                        if i_index:
+                            out.append(",")
+                        _append_object(out, to_parts(item))
+                    out.append("]")
+                out.append(_schema_url(sc.schema_url) + "}")
+            out.append("]")
+        out.append(_schema_url(res.schema_url) + "}")
+
+
 def traces_to_json(request: Any) -> bytes:
     """One ``ExportTraceServiceRequest`` (or ``TracesData``) -> its collector JSON line, without ``\\n``."""
-    out: list[str] = []
-    for rs in request.resource_spans:
-        scopes = []
-        for ss in rs.scope_spans:
-            spans = ',"spans":[' + ",".join(_span(s) for s in ss.spans) + "]" if ss.spans else ""
-            scopes.append('{"scope":' + _scope(ss.scope) + spans + _schema_url(ss.schema_url) + "}")
-        scope_part = ',"scopeSpans":[' + ",".join(scopes) + "]" if scopes else ""
-        out.append('{"resource":' + _resource(rs.resource) + scope_part + _schema_url(rs.schema_url) + "}")
-    body = '"resourceSpans":[' + ",".join(out) + "]" if out else ""
-    return ("{" + body + "}").encode("utf-8")
+    if not request.resource_spans:
+        return b"{}"
+    out = ['{"resourceSpans":[']
+    _append_request(out, request.resource_spans, "scope_spans", ',"scopeSpans":[', "spans", ',"spans":[',
+                    _span_parts)
+    out.append("]}")
+    return "".join(out).encode("utf-8")
 
 
 def logs_to_json(request: Any) -> bytes:
     """One ``ExportLogsServiceRequest`` (or ``LogsData``) -> its collector JSON line, without ``\\n``."""
-    out: list[str] = []
-    for rl in request.resource_logs:
-        scopes = []
-        for sl in rl.scope_logs:
-            records = ',"logRecords":[' + ",".join(_log_record(r) for r in sl.log_records) + "]" if sl.log_records else ""
-            scopes.append('{"scope":' + _scope(sl.scope) + records + _schema_url(sl.schema_url) + "}")
-        scope_part = ',"scopeLogs":[' + ",".join(scopes) + "]" if scopes else ""
-        out.append('{"resource":' + _resource(rl.resource) + scope_part + _schema_url(rl.schema_url) + "}")
-    body = '"resourceLogs":[' + ",".join(out) + "]" if out else ""
-    return ("{" + body + "}").encode("utf-8")
+    if not request.resource_logs:
+        return b"{}"
+    out = ['{"resourceLogs":[']
+    _append_request(out, request.resource_logs, "scope_logs", ',"scopeLogs":[', "log_records",
+                    ',"logRecords":[', _log_record_parts)
+    out.append("]}")
+    return "".join(out).encode("utf-8")

@@ -84,14 +84,14 @@ class RotatingFile:
 
     def rotate(self) -> Path:
         """Renames the active file to a unique backup name and starts an empty one."""
-        os.close(self._fd)
-        self._fd = -1
         when = self._clock()
         target = backup_name(self.path, when)
         while target.exists():  # two rotations in one millisecond: lumberjack would overwrite
             when += timedelta(milliseconds=1)
             target = backup_name(self.path, when)
-        os.rename(self.path, target)
+        os.rename(self.path, target)  # first, so a failure leaves the active file as it was
+        os.close(self._fd)
+        self._fd = -1
         self._open()
         if self.fsync:
             _fsync_dir(self.path.parent)
@@ -151,6 +151,8 @@ class WriteItem:
 
 
 _STOP = object()
+GROUP_MAX_ITEMS = 256
+GROUP_MAX_BYTES = 4 * 1024 * 1024
 
 
 class SignalWriter:
@@ -180,13 +182,23 @@ class SignalWriter:
     def _run(self) -> None:
         while True:
             items = [self._queue.get()]
-            while len(items) < 512:
+            group_bytes = getattr(items[0], "size", 0)
+            # group commit, capped so acks keep flowing while a backlog drains
+            while len(items) < GROUP_MAX_ITEMS and group_bytes < GROUP_MAX_BYTES:
                 try:
                     items.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
+                group_bytes += getattr(items[-1], "size", 0)
             stop = any(item is _STOP for item in items)
-            self._write([item for item in items if item is not _STOP])
+            batch = [item for item in items if item is not _STOP]
+            try:
+                self._write(batch)
+            except Exception:  # a bug must not leave senders waiting forever on their acks
+                self.errors["internal"] += 1
+                for item in batch:
+                    if not item.future.done():
+                        self._finish(item, Outcome.INTERNAL)
             if stop:
                 return
 

@@ -76,27 +76,28 @@ def load_air_rules(config_file: Path | None, table: dict[str, Any] | None = None
     return rules
 
 
-def air_rule_hits_sql(con: duckdb.DuckDBPyConnection, rules: list[AirRule], check: bool = True) -> str:
-    """Bind the rules into ``_air_rules``; return the SELECT for ``_air_rule_hits``.
-
-    With ``check`` each predicate is planned on its own first, so a typo names its rule instead of
-    failing the combined query (the builder checks; ``spanrl sql``'s views skip the cost).
-    """
+def air_rule_hits_sql(con: duckdb.DuckDBPyConnection, rules: list[AirRule]) -> str:
+    """Bind the rules into ``_air_rules``; return the SELECT for ``_air_rule_hits``."""
     con.execute("CREATE OR REPLACE TEMP TABLE _air_rules (rule_index INTEGER, name VARCHAR, value DOUBLE)")
     if rules:
         con.executemany("INSERT INTO _air_rules VALUES (?, ?, ?)",
                         [(i, r.name, r.value) for i, r in enumerate(rules)])
-    for rule in rules if check else []:
-        try:
-            con.execute(f"EXPLAIN SELECT CASE WHEN ({rule.when}) THEN 0 END FROM _air_candidates")
-        except duckdb.Error as exc:
-            raise InputError(
-                f"AIR rule {rule.name!r}: `when = {rule.when!r}` is not a valid predicate over _air_candidates "
-                f"({str(exc).splitlines()[0]}); fix it in spanrl.toml [air]"
-            ) from None
     cases = ", ".join(f"CASE WHEN ({r.when}) THEN {i} END" for i, r in enumerate(rules))
     template = resources.files("spanrl.ingest").joinpath("sql/rewards/_air_rule_hits.sql").read_text()
     return template.replace("/*RULE_CASES*/", cases)
+
+
+def bad_rule_error(con: duckdb.DuckDBPyConnection, rules: list[AirRule], exc: duckdb.Error) -> Exception:
+    """The combined rule query failed: plan each predicate alone to name the rule at fault."""
+    for rule in rules:
+        try:
+            con.execute(f"EXPLAIN SELECT CASE WHEN ({rule.when}) THEN 0 END FROM _air_candidates").fetchall()
+        except duckdb.Error as own:
+            return InputError(
+                f"AIR rule {rule.name!r}: `when = {rule.when!r}` is not a valid predicate over _air_candidates "
+                f"({str(own).splitlines()[0]}); fix it in spanrl.toml [air]"
+            )
+    return exc
 
 
 def rules_as_dicts(rules: list[AirRule]) -> list[dict[str, Any]]:

@@ -68,24 +68,17 @@ def build_transitions(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None =
 
 
 def open_lake(cfg: IngestConfig) -> duckdb.DuckDBPyConnection:
-    """Stage 1's views over the lake, with the memory limit and a spill folder under the data root."""
-    from spanrl.ingest.views import connect  # stage 1 (engineer B) owns the lake views
+    """Stage 1's views over the lake, with the memory limit and stage 1's spill folder."""
+    from spanrl.ingest.views import connect, sql_literal  # stage 1 owns the lake views
 
     con = connect(cfg.data, read_only=False, stage2=False)
-    spill = Path(cfg.data) / "tmp"
+    spill = Path(cfg.data) / "lake" / "_tmp"
     spill.mkdir(parents=True, exist_ok=True)
-    con.execute(f"SET memory_limit = '{_plain(cfg.memory_limit)}'")
-    con.execute(f"SET temp_directory = '{_plain(str(spill))}'")
+    con.execute(f"SET memory_limit = {sql_literal(cfg.memory_limit)}")
+    con.execute(f"SET temp_directory = {sql_literal(spill)}")
     if cfg.threads:
         con.execute(f"SET threads = {int(cfg.threads)}")
     return con
-
-
-def _plain(text: str) -> str:
-    """SET takes no parameters: refuse quotes rather than escape them (values are sizes and paths)."""
-    if "'" in text:
-        raise ValueError(f"unsupported quote in setting {text!r}")
-    return text
 
 
 def _write(data: Path, table: pa.Table, config: dict[str, Any], sources: list[str],

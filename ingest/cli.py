@@ -103,7 +103,14 @@ def sql(data: Path, query: str | None, sql_file: Path | None, fmt: str, out: Pat
     """
     import sys
 
-    from spanrl.ingest.query import interactive, json_columns_of, lake_is_empty, run_query, write_result
+    from spanrl.ingest.query import (
+        interactive,
+        json_columns_of,
+        lake_is_empty,
+        run_query,
+        wants_stage2,
+        write_result,
+    )
     from spanrl.ingest.views import connect
 
     if query is not None and sql_file is not None:
@@ -115,7 +122,7 @@ def sql(data: Path, query: str | None, sql_file: Path | None, fmt: str, out: Pat
     if lake_is_empty(data):
         click.echo(f"note: the trace lake {data / 'lake'} holds no spans or logs yet: run `spanrl ingest` "
                    f"(reading {data / 'otel'}) first; tables are empty.", err=True)
-    con = connect(data)
+    con = connect(data, stage2=wants_stage2(query))
     if query is None:
         interactive(data, con)
         return

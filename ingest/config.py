@@ -7,6 +7,7 @@ written into each snapshot's ``manifest.json``.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -50,6 +51,11 @@ class IngestConfig:
             raise InputError(f"--gamma must be in (0, 1], got {self.gamma}")
         if self.settle_s < 0:
             raise InputError(f"--settle must be >= 0s, got {self.settle_s}s")
+        if self.agent is not None:
+            try:
+                re.compile(self.agent)
+            except re.error as exc:
+                raise InputError(f"--agent {self.agent!r} is not a regular expression ({exc})") from None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

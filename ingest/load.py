@@ -136,7 +136,9 @@ def load_slow(con: duckdb.DuckDBPyConnection, item: SpanFile, src: Path, out: Pa
         for line_no, error, excerpt in con.execute(read_sql("lines_rejects")).fetchall():
             item.rejects.append(Reject(str(item.path), line_no, error, excerpt))
         con.execute(render_sql("lines_batches", source_file=str(item.path)))
-        for table in ("spans", "logs"):
+        for table, batches in (("spans", "trace_batches"), ("logs", "log_batches")):
+            if not con.execute(f"SELECT count(*) FROM {batches}").fetchone()[0]:
+                continue  # binding a loader costs time: skip the signal this chunk does not hold
             con.execute(f"CREATE OR REPLACE TEMP TABLE staged AS {read_sql(table + '_load')}", params)
             if table == "spans":
                 bad = con.execute("SELECT line_no, count(*) FROM staged WHERE \"date\" IS NULL "

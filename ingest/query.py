@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -43,6 +44,23 @@ def check_read_only(sql: str) -> list[str]:
     return [st.query for st in statements]
 
 
+def _stage2_names() -> list[str]:
+    try:
+        from spanrl.ingest.rollouts import STAGE2_OBJECTS
+    except ImportError:
+        return ["rewards", "rollouts"]
+    return sorted({name for name, _, _ in STAGE2_OBJECTS} | {"rewards", "rollouts", "_air_rule_hits"})
+
+
+def wants_stage2(sql: str | None) -> bool:
+    """Whether a query may touch the rewards/rollouts views (costly to register): by name, or any
+    catalog listing. The interactive prompt (sql None) always gets them."""
+    if sql is None:
+        return True
+    names = "|".join(re.escape(n) for n in _stage2_names())
+    return bool(re.search(rf"\b({names}|show|information_schema|duckdb_\w+)\b", sql, re.IGNORECASE))
+
+
 def lake_is_empty(data: Path) -> bool:
     lake = Path(data) / "lake"
     return lake_glob(lake, "spans") is None and lake_glob(lake, "logs") is None
@@ -51,7 +69,7 @@ def lake_is_empty(data: Path) -> bool:
 def run_query(data: Path, sql: str, con: duckdb.DuckDBPyConnection | None = None) -> pa.Table:
     """Run every statement of ``sql`` (read-only); returns the last one's result as Arrow."""
     statements = check_read_only(sql)
-    con = con or connect(data)
+    con = con or connect(data, stage2=wants_stage2(sql))
     result: pa.Table | None = None
     for text in statements:
         try:
@@ -140,7 +158,7 @@ def json_columns_of(con: duckdb.DuckDBPyConnection, sql: str) -> set[str]:
     """Names of JSON-typed result columns (DuckDB's own types, Arrow may not keep them)."""
     try:
         rel = con.sql(check_read_only(sql)[-1])
-        return {name for name, typ in zip(rel.columns, rel.types) if str(typ) == "JSON"}
+        return {name for name, typ in zip(rel.columns, rel.types, strict=True) if str(typ) == "JSON"}
     except (duckdb.Error, InputError):
         return set()
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 
 from spanrl.errors import InputError
-from spanrl.ingest.air import AirRule, air_rule_hits_sql, load_air_rules
+from spanrl.ingest.air import AirRule, air_rule_hits_sql, bad_rule_error, load_air_rules
 from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.feedback import load_feedback
 
@@ -79,7 +79,10 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materiali
     for name, path, heavy in STAGE2_OBJECTS:
         _create(con, name, "TABLE" if materialize and heavy else "VIEW", read_sql(path))
         if name == _AIR_AFTER:
-            _create(con, "_air_rule_hits", "TABLE" if materialize else "VIEW", air_rule_hits_sql(con, rules, check=materialize))
+            try:
+                _create(con, "_air_rule_hits", "TABLE" if materialize else "VIEW", air_rule_hits_sql(con, rules))
+            except duckdb.Error as exc:
+                raise bad_rule_error(con, rules, exc) from None
     return Stage2Setup(air_rules=rules, feedback_files=files)
 
 

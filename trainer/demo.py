@@ -65,8 +65,10 @@ class DemoConfig:
     max_batch: int = 32  # the server's batch: all concurrent rollouts of a phase in one generate call
     on_policy: bool = True  # train each cycle on its own rollouts only (see train_snapshot)
     ingest_args: list[str] = field(default_factory=lambda: ["--credit", "identical", "--advantage", "group"])
-    train_args: list[str] = field(default_factory=lambda: ["--loss", "pg"])
-    reload_timeout_s: float = 300.0
+    # Few rollouts per cycle on CPU, so a larger step than spanrl train's default (2e-5) and a
+    # step every 4 rollouts: 6 optimizer steps per cycle.
+    train_args: list[str] = field(default_factory=lambda: ["--loss", "pg", "--lr", "5e-4", "--rollouts-per-step", "4"])
+    reload_timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
         for name in ("cycles", "train_tasks", "rollouts_per_task", "eval_tasks", "max_tokens", "concurrency"):

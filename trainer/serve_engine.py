@@ -154,15 +154,24 @@ class Engine:
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         generators = [self._generator(s.params.seed) for s in seqs]
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
-        next_pos = positions[:, -1:] + 1
+        cache, next_pos = out.past_key_values, positions[:, -1:] + 1
+        live = list(range(rows))  # which sequence each tensor row belongs to
         for _ in range(max(s.params.max_tokens for s in seqs)):
-            tokens = self._sample_step(out.logits[:, -1, :].float(), seqs, generators)
-            if all(s.finish_reason for s in seqs):
+            tokens = self._sample_step(out.logits[:, -1, :].float(), [seqs[i] for i in live],
+                                       [generators[i] for i in live])
+            keep = [k for k, i in enumerate(live) if not seqs[i].finish_reason]
+            if not keep:
                 break
+            if len(keep) < len(live) and _can_drop_rows(cache):  # finished rows stop costing compute
+                index = torch.tensor(keep, device=self.device)
+                for layer in cache.layers:
+                    layer.batch_select_indices(index)
+                mask, next_pos = mask[index], next_pos[index]
+                tokens, live = [tokens[k] for k in keep], [live[k] for k in keep]
             step = torch.tensor(tokens, dtype=torch.long, device=self.device)[:, None]
-            mask = torch.cat([mask, torch.ones((rows, 1), dtype=mask.dtype, device=self.device)], dim=1)
+            mask = torch.cat([mask, torch.ones((len(live), 1), dtype=mask.dtype, device=self.device)], dim=1)
             out = self.model(input_ids=step, attention_mask=mask, position_ids=next_pos,
-                             past_key_values=out.past_key_values, use_cache=True)
+                             past_key_values=cache, use_cache=True)
             next_pos = next_pos + 1
 
     def _generator(self, seed: int | None):
@@ -226,6 +235,12 @@ class Engine:
         if hits:
             s.stop_at = min(hits)
         return bool(hits)
+
+
+def _can_drop_rows(cache: Any) -> bool:
+    """Plain per-layer KV caches (DynamicCache) can drop finished rows; others keep them as padding."""
+    layers = getattr(cache, "layers", None)
+    return bool(layers) and all(hasattr(layer, "batch_select_indices") for layer in layers)
 
 
 def _nucleus(dist, top_p, greedy):

@@ -172,8 +172,9 @@ def make_client() -> OpenAI:
     def inject_traceparent(request: httpx.Request) -> None:
         propagate.inject(request.headers)
 
-    http = httpx.Client(event_hooks={"request": [inject_traceparent]}, timeout=600)
-    return OpenAI(http_client=http, max_retries=2)
+    # A long timeout and no retries: a busy CPU server queues requests; a retry would only add load.
+    http = httpx.Client(event_hooks={"request": [inject_traceparent]}, timeout=3600)
+    return OpenAI(http_client=http, max_retries=0)
 
 
 def main(argv: list[str] | None = None) -> int:

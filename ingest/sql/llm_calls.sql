@@ -17,7 +17,19 @@ WITH RECURSIVE conv AS MATERIALIZED (
     UNION ALL BY NAME SELECT * FROM llm_calls_agent_lightning
 ),
 members AS (
-    SELECT c.*, s.parent_span_id, s.start_ns, s.end_ns, s.service_name, s.kind, s.status_code, s.attributes AS a,
+    SELECT c.trace_id, c.span_id, c.convention, c.priority, c.input_messages, c.output_message, c.tools,
+           s.parent_span_id, s.start_ns, s.end_ns, s.service_name, s.kind, s.status_code, s.attributes AS a,
+           coalesce(c.provider, json_extract_string(s.attributes, '$."gen_ai.provider.name"'),
+                    json_extract_string(s.attributes, '$."gen_ai.system"'), json_extract_string(s.attributes, '$."llm.provider"'),
+                    json_extract_string(s.attributes, '$."llm.system"')) AS m_provider,
+           coalesce(json_extract_string(s.attributes, '$."gen_ai.request.model"'), c.model,
+                    json_extract_string(s.attributes, '$."gen_ai.response.model"')) AS m_model,
+           coalesce(c.finish_reason, json_extract_string(s.attributes, '$."gen_ai.response.finish_reasons"[0]')) AS m_finish,
+           coalesce(try_cast(json_extract(s.attributes, '$."gen_ai.usage.input_tokens"') AS BIGINT),
+                    try_cast(json_extract(s.attributes, '$."gen_ai.usage.prompt_tokens"') AS BIGINT), c.input_tokens) AS m_input_tokens,
+           coalesce(try_cast(json_extract(s.attributes, '$."gen_ai.usage.output_tokens"') AS BIGINT),
+                    try_cast(json_extract(s.attributes, '$."gen_ai.usage.completion_tokens"') AS BIGINT), c.output_tokens) AS m_output_tokens,
+           coalesce(try_cast(json_extract(s.attributes, '$."gen_ai.request.temperature"') AS DOUBLE), c.temperature) AS m_temperature,
            max(coalesce(c.response_id, json_extract_string(s.attributes, '$."gen_ai.response.id"')))
                OVER (PARTITION BY c.trace_id, c.span_id) AS rid
     FROM conv AS c JOIN spans AS s ON s.trace_id = c.trace_id AND s.span_id = c.span_id
@@ -43,7 +55,13 @@ ranked AS (
            any_value(input_messages) OVER w AS g_inputs,
            any_value(output_message) OVER w AS g_output,
            any_value(tools) OVER w AS g_tools,
-           any_value(rid) OVER w AS g_rid
+           any_value(rid) OVER w AS g_rid,
+           any_value(m_provider) OVER w AS g_provider,
+           any_value(m_model) OVER w AS g_model,
+           any_value(m_finish) OVER w AS g_finish,
+           any_value(m_input_tokens) OVER w AS g_input_tokens,
+           any_value(m_output_tokens) OVER w AS g_output_tokens,
+           any_value(m_temperature) OVER w AS g_temperature
     FROM grouped
     WINDOW w AS (PARTITION BY trace_id, call_key),
            w_order AS (PARTITION BY trace_id, call_key
@@ -76,22 +94,18 @@ agents AS (
     GROUP BY ALL
 )
 SELECT c.trace_id, c.span_id, c.parent_span_id, c.start_ns, c.end_ns, c.service_name, ag.agent_name, c.convention,
-       coalesce(c.provider, json_extract_string(c.a, '$."gen_ai.provider.name"'), json_extract_string(c.a, '$."gen_ai.system"'),
-                json_extract_string(c.a, '$."llm.provider"'), json_extract_string(c.a, '$."llm.system"')) AS provider,
-       coalesce(json_extract_string(c.a, '$."gen_ai.request.model"'), c.model,
-                json_extract_string(c.a, '$."gen_ai.response.model"')) AS model,
+       coalesce(c.m_provider, c.g_provider) AS provider,
+       coalesce(c.m_model, c.g_model) AS model,
        coalesce(c.input_messages, c.g_inputs) AS input_messages,
        coalesce(c.output_message, c.g_output) AS output_message,
        coalesce(c.tools, c.g_tools) AS tools,
-       coalesce(c.finish_reason, json_extract_string(c.a, '$."gen_ai.response.finish_reasons"[0]')) AS finish_reason,
-       coalesce(try_cast(json_extract(c.a, '$."gen_ai.usage.input_tokens"') AS BIGINT),
-                try_cast(json_extract(c.a, '$."gen_ai.usage.prompt_tokens"') AS BIGINT), c.input_tokens) AS input_tokens,
-       coalesce(try_cast(json_extract(c.a, '$."gen_ai.usage.output_tokens"') AS BIGINT),
-                try_cast(json_extract(c.a, '$."gen_ai.usage.completion_tokens"') AS BIGINT), c.output_tokens) AS output_tokens,
+       coalesce(c.m_finish, c.g_finish) AS finish_reason,
+       coalesce(c.m_input_tokens, c.g_input_tokens) AS input_tokens,
+       coalesce(c.m_output_tokens, c.g_output_tokens) AS output_tokens,
        c.g_prompt_ids AS prompt_token_ids,
        c.g_response_ids AS response_token_ids,
        c.g_logprobs AS response_logprobs,
-       coalesce(try_cast(json_extract(c.a, '$."gen_ai.request.temperature"') AS DOUBLE), c.temperature) AS temperature,
+       coalesce(c.m_temperature, c.g_temperature) AS temperature,
        coalesce(c.rid, c.g_rid) AS response_id,
        c.status_code
 FROM calls AS c

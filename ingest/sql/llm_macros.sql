@@ -54,10 +54,11 @@ CREATE OR REPLACE MACRO chat_tool_calls(j) AS to_json(list_transform(json_extrac
 -- Any message object we meet (OpenAI chat, LangChain serialised {"lc":1,"id":[...,"HumanMessage"],
 -- "kwargs":{...}}, GenAI <= 1.36 event bodies) -> OpenAI chat shape; default_role when it has none.
 CREATE OR REPLACE MACRO chat_from_any(m, default_role) AS chat_message(
-    chat_role(coalesce(json_extract_string(m, '$.role'), json_extract_string(m, '$.type'),
-                       json_extract_string(m, '$.id[#-1]'), default_role)),
+    chat_role(coalesce(json_extract_string(m, '$.role'),
+                       CASE WHEN json_exists(m, '$.lc') THEN json_extract_string(m, '$.id[#-1]') END,
+                       json_extract_string(m, '$.type'), default_role)),
     content_text(coalesce(json_extract(m, '$.kwargs.content'), json_extract(m, '$.content'), json_extract(m, '$.text'))),
-    chat_tool_calls(coalesce(json_extract(m, '$.kwargs.tool_calls'), json_extract(m, '$.tool_calls'))),
+    chat_tool_calls(json_or_text(coalesce(json_extract(m, '$.kwargs.tool_calls'), json_extract(m, '$.tool_calls')))),
     coalesce(json_extract_string(m, '$.kwargs.tool_call_id'), json_extract_string(m, '$.tool_call_id'),
              CASE WHEN default_role = 'tool' THEN json_extract_string(m, '$.id') END));
 

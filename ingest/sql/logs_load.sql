@@ -13,7 +13,7 @@ SELECT
     coalesce(nullif(lr.eventName, ''),
              json_extract_string(otlp_scalar(list_filter(lr.attributes, lambda kv: kv."key" = 'event.name')[1]."value"), '$'))
         AS event_name,
-    otlp_attrs(rl.resource.attributes) AS resource,
+    otlp_attrs_flat(rl.resource.attributes) AS resource,
     sl.scope."name" AS scope_name,
     otlp_service_name(rl.resource.attributes) AS service_name,
     b.source_file AS source_file,

@@ -50,10 +50,9 @@ CREATE MACRO otlp_scalar(v) AS CASE
 CREATE MACRO otlp_is_kv(v) AS starts_with(v, '{"kvlistValue":');
 CREATE MACRO otlp_is_nested(v) AS starts_with(v, '{"arrayValue":') OR starts_with(v, '{"kvlistValue":');
 -- entries of an array or kvlist: {k: '"key":' or '', v: the AnyValue}
-CREATE MACRO otlp_entries(v) AS CASE
-    WHEN otlp_is_kv(v) THEN list_transform(json_extract(v, '$.kvlistValue.values[*]'),
-        lambda x: {'k': to_json(json_extract_string(x, '$.key')) || ':', 'v': json_extract(x, '$.value')})
-    ELSE list_transform(json_extract(v, '$.arrayValue.values[*]'), lambda x: {'k': '', 'v': x}) END;
+CREATE MACRO otlp_entries(v) AS list_transform(json_extract(v, '$.*.values[*]'), lambda x: {
+    'k': CASE WHEN starts_with(v, '{"kvlistValue":') THEN to_json(json_extract_string(x, '$.key')) || ':' ELSE '' END,
+    'v': CASE WHEN starts_with(v, '{"kvlistValue":') THEN json_extract(x, '$.value') ELSE x END});
 CREATE MACRO otlp_open(v) AS CASE WHEN otlp_is_kv(v) THEN '{' ELSE '[' END;
 CREATE MACRO otlp_close(v) AS CASE WHEN otlp_is_kv(v) THEN '}' ELSE ']' END;
 
@@ -77,13 +76,20 @@ CREATE MACRO otlp_value5(v) AS CASE WHEN otlp_is_nested(v) THEN otlp_open(v) || 
 -- KeyValue list -> JSON object {key: plain value}. The text is checked once; a list that does
 -- not make a valid object (null keys, odd values) is kept as its raw key/value list.
 -- Span, resource, event and link attributes hold scalars and arrays of scalars (an SDK cannot set
--- more), so two levels are plenty; log attributes get three, log bodies five (a gen_ai.choice
+-- more), so two levels (one for resource/event/link) are plenty; log attributes get three, log bodies five (a gen_ai.choice
 -- body is kvlist > kvlist > array > kvlist > kvlist). Each level costs DuckDB binding time.
 CREATE MACRO otlp_attrs(kvs) AS CASE
     WHEN kvs IS NULL OR len(kvs) = 0 THEN '{}'::JSON
     ELSE coalesce(
         try_cast('{' || array_to_string(list_transform(kvs,
             lambda kv: to_json(kv."key") || ':' || otlp_value2(kv."value")), ',') || '}' AS JSON),
+        to_json(kvs)) END;
+
+CREATE MACRO otlp_attrs_flat(kvs) AS CASE
+    WHEN kvs IS NULL OR len(kvs) = 0 THEN '{}'::JSON
+    ELSE coalesce(
+        try_cast('{' || array_to_string(list_transform(kvs,
+            lambda kv: to_json(kv."key") || ':' || otlp_value1(kv."value")), ',') || '}' AS JSON),
         to_json(kvs)) END;
 
 CREATE MACRO otlp_attrs_deep(kvs) AS CASE

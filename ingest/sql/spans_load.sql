@@ -14,15 +14,15 @@ SELECT
     otlp_status_code(sp.status.code) AS status_code,
     nullif(sp.status.message, '') AS status_message,
     otlp_service_name(rs.resource.attributes) AS service_name,
-    otlp_attrs(rs.resource.attributes) AS resource,
+    otlp_attrs_flat(rs.resource.attributes) AS resource,
     ss.scope."name" AS scope_name,
     nullif(ss.scope."version", '') AS scope_version,
     otlp_attrs(sp.attributes) AS attributes,
     to_json(list_transform(coalesce(sp.events, []), lambda e: {
-        'time_ns': otlp_ns(e.timeUnixNano), 'name': e."name", 'attributes': otlp_attrs(e.attributes)})) AS events,
+        'time_ns': otlp_ns(e.timeUnixNano), 'name': e."name", 'attributes': otlp_attrs_flat(e.attributes)})) AS events,
     to_json(list_transform(coalesce(sp.links, []), lambda l: {
         'trace_id': otlp_id(l.traceId, 16), 'span_id': otlp_id(l.spanId, 8),
-        'attributes': otlp_attrs(l.attributes)})) AS links,
+        'attributes': otlp_attrs_flat(l.attributes)})) AS links,
     b.source_file AS source_file,
     CAST($ingested_at AS TIMESTAMP) AS ingested_at,
     b.line_no AS line_no,

@@ -127,7 +127,7 @@ def test_falls_back_to_embedded_and_says_so(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         proc.wait(20)
     text = out.read_text()
-    assert "embedded receiver (otelcol-contrib not found)" in text, text
+    assert "(embedded receiver; otelcol-contrib not found)" in text, text
     assert "stopped" in text and proc.returncode == 0
 
 

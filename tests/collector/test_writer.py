@@ -115,3 +115,34 @@ def test_writer_thread_acks_after_write_and_reports_enospc(tmp_path: Path, monke
     w.close()  # twice is fine
     assert (tmp_path / "logs.jsonl").read_bytes() == b'{"l":2}\n'
     assert released == [7, 7, 7] and w.errors["disk_full"] == 1
+
+
+def test_failed_rotation_keeps_the_active_file_usable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = RotatingFile(tmp_path / "traces.jsonl", max_bytes=10)
+    f.write_lines([b"12345678\n"])
+
+    def no_rename(src: object, dst: object) -> None:
+        raise OSError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(os, "rename", no_rename)
+    with pytest.raises(OSError):
+        f.write_lines([b"abcdefgh\n"])  # needs a rotation, which fails
+    monkeypatch.undo()
+    f.write_lines([b"abcdefgh\n"])
+    f.close()
+    assert sorted(p.read_bytes() for p in tmp_path.iterdir()) == [b"12345678\n", b"abcdefgh\n"]
+
+
+def test_a_serialiser_bug_answers_internal_instead_of_hanging(tmp_path: Path) -> None:
+    w = SignalWriter(tmp_path, 1 << 20, fsync=False)
+
+    def broken(_: object) -> bytes:
+        raise RuntimeError("bug")
+
+    item = WriteItem("traces", b"x", broken, 1, Future())
+    w.submit(item)
+    assert item.future.result(5) is Outcome.INTERNAL
+    good = _item("traces", b'{"ok":1}')
+    w.submit(good)
+    assert good.future.result(5) is Outcome.OK
+    w.close()

@@ -49,7 +49,12 @@ class CollectorEndpoints:
 @contextmanager
 def running_collector(data_dir: Path, token: str | None = None,
                       extra_args: Sequence[str] = ()) -> Iterator[CollectorEndpoints]:
-    """Runs ``python -m spanrl collector --embedded`` on free ports for the duration of the block."""
+    """Runs ``python -m spanrl collector --embedded`` on free ports for the duration of the block.
+
+    ``extra_args`` go after the defaults, so they override them (``["--http-port", "14318"]`` for a
+    restart on the same port, ``["--rotate-mb", "0.1"]``, ``["--fsync"]``). The collector's output goes to
+    ``DATA/collector.log`` (``ep.log()``).
+    """
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir / "collector.log"

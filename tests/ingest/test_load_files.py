@@ -29,7 +29,7 @@ CLOSED = "traces-2026-01-01T00-00-00.000.jsonl"  # a rotated backup: read once, 
 def spans_of(data, where: str = "true") -> list[dict]:
     con = connect(data, stage2=False)
     cols = [d[0] for d in con.execute("SELECT * FROM spans LIMIT 0").description]
-    return [dict(zip(cols, r)) for r in con.execute(f"SELECT * FROM spans WHERE {where} ORDER BY start_ns").fetchall()]
+    return [dict(zip(cols, r, strict=True)) for r in con.execute(f"SELECT * FROM spans WHERE {where} ORDER BY start_ns").fetchall()]
 
 
 def rejects_of(data) -> list[tuple]:
@@ -119,9 +119,10 @@ def test_rerun_adds_nothing_and_duplicates_are_kept_once(tmp_path) -> None:
 def test_pre_v0131_lines(tmp_path) -> None:
     tid, sid = new_trace_id(), new_span_id()
     line = ('{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"old"}}]},'
-            '"scopeSpans":[{"scope":{},"spans":[{"traceId":"%s","spanId":"%s","parentSpanId":"","name":"LOTR\\u003eStarWars",'
-            '"kind":1,"startTimeUnixNano":"%d","endTimeUnixNano":"%d","attributes":[{"key":"q","value":{"stringValue":'
-            '"a \\u003c b \\u0026 c"}}],"status":{}}]}]}]}' % (tid.upper(), sid.upper(), T0, T0 + 5))
+            '"scopeSpans":[{"scope":{},"spans":[{"traceId":"TID","spanId":"SID","parentSpanId":"","name":"LOTR\\u003eStarWars",'
+            '"kind":1,"startTimeUnixNano":"T0","endTimeUnixNano":"T1","attributes":[{"key":"q","value":{"stringValue":'
+            '"a \\u003c b \\u0026 c"}}],"status":{}}]}]}]}')
+    line = line.replace("TID", tid.upper()).replace("SID", sid.upper()).replace("T0", str(T0)).replace("T1", str(T0 + 5))
     write_lines(tmp_path / "otel" / CLOSED, [line])
     (r,) = spans_of(tmp_path) if ingest(tmp_path).spans == 1 else pytest.fail("not loaded")
     assert (r["trace_id"], r["span_id"], r["parent_span_id"]) == (tid, sid, None)

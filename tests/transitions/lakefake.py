@@ -25,6 +25,7 @@ LLM_COLUMNS = ["trace_id", "span_id", "parent_span_id", "start_ns", "end_ns", "s
                "convention", "provider", "model", "input_messages", "output_message", "tools", "finish_reason",
                "input_tokens", "output_tokens", "prompt_token_ids", "response_token_ids", "response_logprobs",
                "temperature", "response_id", "status_code"]
+LOG_COLUMNS = ["trace_id", "span_id", "time_ns", "event_name", "attributes"]
 TOOL_COLUMNS = ["trace_id", "span_id", "llm_span_id", "tool_name", "arguments", "result", "status_code",
                 "error_type", "start_ns", "end_ns"]
 
@@ -44,6 +45,7 @@ class FakeLake:
     spans: list[dict[str, Any]] = field(default_factory=list)
     llm: list[dict[str, Any]] = field(default_factory=list)
     tools: list[dict[str, Any]] = field(default_factory=list)
+    logs: list[dict[str, Any]] = field(default_factory=list)
 
     def span(self, trace_id: str, name: str, start: int, end: int, parent: str | None = None,
              attributes: dict | None = None, events: list | None = None, status: str = "UNSET",
@@ -90,6 +92,10 @@ class FakeLake:
         })
         return sid
 
+    def log_event(self, trace_id: str, span_id: str | None, t: int, event_name: str, attributes: dict) -> None:
+        self.logs.append({"trace_id": trace_id, "span_id": span_id, "time_ns": T0 + t, "event_name": event_name,
+                          "attributes": json.dumps(attributes)})
+
     def connect(self) -> duckdb.DuckDBPyConnection:
         folder = self.data / "lake" / "spans" / "date=2023-11-14"
         folder.mkdir(parents=True, exist_ok=True)
@@ -104,6 +110,7 @@ class FakeLake:
                    "response_logprobs": "DOUBLE[]", "temperature": "DOUBLE", "input_tokens": "BIGINT",
                    "output_tokens": "BIGINT", "start_ns": "BIGINT", "end_ns": "BIGINT"})
         _register(con, "tool_calls", self.tools, TOOL_COLUMNS, {"start_ns": "BIGINT", "end_ns": "BIGINT"})
+        _register(con, "logs", self.logs, LOG_COLUMNS, {"time_ns": "BIGINT", "attributes": "JSON"})
         return con
 
 

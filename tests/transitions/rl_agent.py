@@ -7,7 +7,8 @@ rollouts in one process so the tests pay the import cost once.
 
 Each plan entry is one rollout (one trace): ``scenario`` single | tools | dynamic (``rounds`` user
 turns, each user -> tool call -> tool -> answer) | two_agents (writer then checker under a team span) |
-nested (outer -> inner agent) | orphan (a call under a span whose parent is never exported);
+nested (outer -> inner agent) | orphan (a call under a span whose parent is never exported) |
+engine (one call plus a serving-engine span with spanrl.* token ids and the same gen_ai.response.id);
 ``question``, ``rollout_id``, ``task_id``, ``session`` (session.id), ``tool_error``, and a reward as
 ``reward`` + ``reward_form``: emit (spanrl.emit_reward) | agl_annotation | agl_v02 | event | attribute |
 genai_eval | openinference_eval | none. ``--duplicate`` exports every span twice (an exporter retry).
@@ -91,6 +92,14 @@ class Agent:
                     self.chat([{"role": "user", "content": "innermost step"}])
             self.chat(messages + [{"role": "user", "content": "outer again"}])
             return 4
+        if scenario == "engine":  # the serving engine's own span, joined to the call by response id (DESIGN §8)
+            resp = self.chat(messages)
+            with self.tracer.start_as_current_span("chat fake-model (engine)", attributes={
+                    "gen_ai.operation.name": "chat", "gen_ai.response.id": resp.id,
+                    "spanrl.prompt_token_ids": [101, 102, 103], "spanrl.response_token_ids": [7, 8],
+                    "spanrl.response_logprobs": [-0.25, -0.5], "spanrl.tokenizer": "fake"}):
+                pass
+            return 1
         if scenario == "orphan":
             self.chat(messages)
             with self.tracer.start_as_current_span("step"):

@@ -1,7 +1,7 @@
 """Stage 2 on real telemetry: the real openai client + a real instrumentation library, OTLP to the
 embedded collector (A's helper), stage 1 into the lake (B), then `spanrl ingest` / `transitions build`.
 
-One agent process runs a plan of 13 rollouts (every scenario and reward form, every span exported
+One agent process runs a plan of 14 rollouts (every scenario and reward form, every span exported
 twice); a second collector run adds the second half of a session-keyed rollout in another file,
 plus delayed feedback, and a second ingest picks both up.
 """
@@ -38,6 +38,7 @@ PHASE1 = [
     *[{"scenario": "single", "task_id": "T-group", "question": "grouped", "reward": float(i % 2)}
       for i in range(4)],  # 8..11
     {"scenario": "single", "session": "sess-1", "question": "first half", "reward_form": "none"},  # 12
+    {"scenario": "engine", "question": "exact tokens", "reward": 0.5},  # 13
 ]
 PHASE2 = [{"scenario": "single", "session": "sess-1", "question": "second half", "reward": 1.0}]
 
@@ -88,8 +89,8 @@ def test_first_snapshot_shapes_rewards_and_steps(lake) -> None:
     runs = lake["runs"]
     trace = [r["trace_id"] for r in runs]
     # rollouts without reward (7, and the first half of the session) wait out of the snapshot
-    assert set(rows) == {trace[i] for i in range(12) if i != 7}
-    for i in set(range(12)) - {7}:
+    assert set(rows) == {trace[i] for i in range(14) if i not in (7, 12)}
+    for i in set(range(14)) - {7, 12}:
         steps = rows[trace[i]]
         assert [s["step"] for s in steps] == list(range(runs[i]["calls"])), i  # duplicates exported twice: kept once
         assert {s["n_steps"] for s in steps} == {runs[i]["calls"]}
@@ -101,6 +102,10 @@ def test_first_snapshot_shapes_rewards_and_steps(lake) -> None:
         assert {s["return"] for s in steps} == {steps[0]["final_reward"]}
         assert json.loads(steps[0]["response_message"])["role"] == "assistant"
         assert any(m["role"] == "user" for m in json.loads(steps[0]["prompt_messages"]))
+    engine = rows[trace[13]][0]  # token ids from the engine's span, joined to the client's call
+    assert engine["token_source"] == "engine" and engine["prompt_token_ids"] == [101, 102, 103]
+    assert engine["response_token_ids"] == [7, 8] and engine["response_logprobs"] == [-0.25, -0.5]
+    assert rows[trace[0]][0]["token_source"] == "text" and rows[trace[0]][0]["prompt_token_ids"] is None
     stats = lake["manifest1"]["stats"]
     assert stats["rewards_by_source"]["event"] == 2 and stats["rewards_by_source"]["attribute"] == 2
     assert stats["orphan_spans"] == 1 and stats["orphans_reattached"] == 1
@@ -169,3 +174,43 @@ def test_agent_filter_and_second_ingest(lake) -> None:
     out = _spanrl("transitions", "build", "--data", data, "--settle", "0s", "--rollout-key", "session.id")
     assert "unchanged" in out
     assert read_snapshot(data)[1]["snapshot_id"] == manifest["snapshot_id"]
+    # the same rollouts and rewards are plain views for `spanrl sql`, configured by DATA/spanrl.toml
+    (lake["data"] / "spanrl.toml").write_text('[ingest]\nsettle_s = 0\nrollout_key = "session.id"\n')
+    out = _spanrl("sql", "--data", data, "--format", "csv",
+                  "select count(*) filter (where complete), count(*) filter (where final_reward is null), "
+                  "(select count(*) from rewards where source = 'feedback') from rollouts")
+    assert out.strip().splitlines()[-1] == "14,0,2"  # 14 rollouts (15 traces), all rewarded; 2 feedback rows
+
+
+INSTRUMENTATIONS = ["openai-v2", "openinference", "traceloop"]
+
+
+def test_other_instrumentations_give_the_same_transitions(tmp_path: Path) -> None:
+    """The default openai-v2 mode (content in log records), OpenInference and OpenLLMetry: the same
+    agent gives the same steps, agents, AIR hit and rewards (three agent processes, one collector)."""
+    data = tmp_path / "data"
+    procs = []
+    with FakeOpenAI() as fake, running_collector(data) as ep:
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": ep.http}
+        for inst in INSTRUMENTATIONS:
+            plan = tmp_path / f"{inst}.json"
+            plan.write_text(json.dumps([
+                {"scenario": "tools", "tool_error": True, "reward": 0.5, "rollout_id": f"{inst}-tools"},
+                {"scenario": "two_agents", "agent": "team", "reward": 1.0, "rollout_id": f"{inst}-team"}]))
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "tests.transitions.rl_agent", "--base-url", fake.url, "--plan", str(plan),
+                 "--instrumentation", inst], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        for proc in procs:
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err.decode()[-3000:]
+    _spanrl("ingest", "--data", str(data), "--settle", "0s")
+    table, manifest = read_snapshot(data)
+    rows = {}
+    for row in table.to_pylist():
+        rows.setdefault(row["rollout_id"], []).append(row)
+    for inst in INSTRUMENTATIONS:
+        tools, team = rows[f"{inst}-tools"], rows[f"{inst}-team"]
+        assert [(r["step"], r["step_reward"], r["final_reward"]) for r in tools] == [(0, -0.2, 0.5), (1, 0.0, 0.5)], inst
+        assert json.loads(tools[0]["response_message"])["tool_calls"][0]["function"]["name"] == "get_weather", inst
+        assert [r["agent_name"] for r in team] == ["writer", "checker", "writer"], inst
+    assert manifest["stats"]["air_hits_by_rule"] == {"tool_error": 3}

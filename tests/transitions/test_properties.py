@@ -25,7 +25,7 @@ rollout_st = st.tuples(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(rollout_st, min_size=1, max_size=4), st.sampled_from(["identical", "discounted", "last"]))
 def test_transitions_partition_calls_into_rollouts(rollouts, credit) -> None:
     with tempfile.TemporaryDirectory() as tmp:

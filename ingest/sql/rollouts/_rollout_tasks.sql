@@ -8,15 +8,16 @@ WITH keyed AS (
     FROM spans sp JOIN _trace_rollouts r USING (trace_id)
     GROUP BY r.rollout_id
 ),
+first_call AS (  -- the first call (tree order) that can hold a user message; parsed once per rollout
+    SELECT rollout_id, arg_min(CAST(input_messages AS JSON), (order_path, span_id)) AS messages
+    FROM _rollout_calls
+    WHERE contains(CAST(input_messages AS VARCHAR), '"user"')
+    GROUP BY rollout_id
+),
 first_user AS (
     SELECT rollout_id,
-           arg_min(
-               list_filter(CAST(CAST(input_messages AS JSON) AS JSON[]), lambda m: m->>'role' = 'user')[1]->'content',
-               (order_path, span_id)
-           ) AS content
-    FROM _rollout_calls
-    WHERE list_filter(CAST(CAST(input_messages AS JSON) AS JSON[]), lambda m: m->>'role' = 'user')[1] IS NOT NULL
-    GROUP BY rollout_id
+           list_filter(CAST(messages AS JSON[]), lambda m: m->>'role' = 'user')[1]->'content' AS content
+    FROM first_call
 )
 SELECT k.rollout_id,
        coalesce(k.spanrl_task, k.key_task,

@@ -1,0 +1,186 @@
+"""Benchmark ``spanrl ingest`` against DuckDB's bare ``COPY (FROM read_ndjson(...)) TO '...parquet'``.
+
+    .venv/bin/python bench/ingest.py --spans 200000          # 1x and 4x input, ~1 KB prompts
+
+Generates collector-style span files (closed, rotated names; 512 spans per line like a batch
+processor; one agent trace = invoke_agent + 3 chat spans with ~1 KB gen_ai.input.messages + 1 tool
+span), then in separate processes (so peak RSS is each run's own):
+  * baseline:  DuckDB COPY (FROM read_ndjson(files)) TO x.parquet (the same threads / memory limit)
+  * stage 1:   spanrl ingest --no-transitions  (files -> deduplicated lake)
+  * full:      spanrl ingest                   (+ transitions, when stage 2 is installed)
+and prints spans/s, MB/s, the ratio to the baseline (goal >= 0.5) and peak RSS at 1x and 4x
+(goal: flat). Not collected by pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SPANS_PER_LINE = 512
+FILE_BYTES = 64 << 20
+PROMPT = ("You are a careful assistant. " * 40)[:1000]
+
+RUNNER = r"""
+import resource, subprocess, sys, time, json
+t = time.perf_counter()
+r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+dt = time.perf_counter() - t
+print(json.dumps({"rc": r.returncode, "seconds": dt, "rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+                  "err": r.stderr[-2000:]}))
+"""
+
+BASELINE = r"""
+import duckdb, sys
+con = duckdb.connect()
+con.execute(f"SET memory_limit = '{sys.argv[2]}'")
+con.execute(f"SET temp_directory = '{sys.argv[3]}'")
+files = sys.argv[4:]
+con.execute(f"COPY (FROM read_ndjson({files!r})) TO '{sys.argv[1]}' (FORMAT parquet, COMPRESSION zstd)")
+"""
+
+
+def _kv(key: str, value) -> dict:
+    if isinstance(value, bool):
+        return {"key": key, "value": {"boolValue": value}}
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}
+    if isinstance(value, float):
+        return {"key": key, "value": {"doubleValue": value}}
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def _trace_spans(n: int, t0: int) -> list[dict]:
+    """One agent run: invoke_agent root, three chat calls with ~1 KB prompts, one tool span."""
+    tid = os.urandom(16).hex()
+    root = os.urandom(8).hex()
+    spans = [{"traceId": tid, "spanId": root, "flags": 256, "name": "invoke_agent bench", "kind": 1,
+              "startTimeUnixNano": str(t0), "endTimeUnixNano": str(t0 + 9_000_000_000),
+              "attributes": [_kv("gen_ai.operation.name", "invoke_agent"), _kv("gen_ai.agent.name", "bench"),
+                             _kv("spanrl.rollout_id", f"r{n}")], "status": {}}]
+    for i in range(3):
+        msgs = json.dumps([{"role": "system", "parts": [{"type": "text", "content": PROMPT}]},
+                           {"role": "user", "parts": [{"type": "text", "content": f"question {n}.{i}"}]}])
+        out = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": f"answer {n}.{i}"}],
+                           "finish_reason": "stop"}])
+        spans.append({"traceId": tid, "spanId": os.urandom(8).hex(), "parentSpanId": root, "flags": 256,
+                      "name": "chat bench-model", "kind": 3, "startTimeUnixNano": str(t0 + i * 2_000_000_000),
+                      "endTimeUnixNano": str(t0 + i * 2_000_000_000 + 900_000_000),
+                      "attributes": [_kv("gen_ai.operation.name", "chat"), _kv("gen_ai.provider.name", "openai"),
+                                     _kv("gen_ai.request.model", "bench-model"), _kv("gen_ai.request.temperature", 0.7),
+                                     _kv("gen_ai.response.id", f"chatcmpl-{n}-{i}"),
+                                     _kv("gen_ai.usage.input_tokens", 250), _kv("gen_ai.usage.output_tokens", 12),
+                                     _kv("gen_ai.input.messages", msgs), _kv("gen_ai.output.messages", out)],
+                      "status": {}})
+    spans.append({"traceId": tid, "spanId": os.urandom(8).hex(), "parentSpanId": root, "flags": 256,
+                  "name": "execute_tool search", "kind": 1, "startTimeUnixNano": str(t0 + 7_000_000_000),
+                  "endTimeUnixNano": str(t0 + 7_100_000_000),
+                  "attributes": [_kv("gen_ai.operation.name", "execute_tool"), _kv("gen_ai.tool.name", "search")],
+                  "status": {}})
+    return spans
+
+
+def generate(folder: Path, n_spans: int) -> tuple[list[Path], int]:
+    """Collector-style rotated JSON-lines files holding ``n_spans`` spans; returns (files, bytes)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files: list[Path] = []
+    fh, size, made, n = None, 0, 0, 0
+    t0 = 1_767_225_600_000_000_000
+    while made < n_spans:
+        batch: list[dict] = []
+        while len(batch) < SPANS_PER_LINE and made + len(batch) < n_spans:
+            batch.extend(_trace_spans(n, t0 + n * 10_000_000_000))
+            n += 1
+        made += len(batch)
+        line = json.dumps({"resourceSpans": [{"resource": {"attributes": [_kv("service.name", "bench")]},
+                                              "scopeSpans": [{"scope": {"name": "bench"}, "spans": batch}]}]},
+                          separators=(",", ":")) + "\n"
+        if fh is None or size > FILE_BYTES:
+            if fh:
+                fh.close()
+            path = folder / f"traces-2026-01-01T00-{len(files) // 60:02d}-{len(files) % 60:02d}.000.jsonl"
+            files.append(path)
+            fh, size = open(path, "w"), 0
+        fh.write(line)
+        size += len(line)
+    if fh:
+        fh.close()
+    return files, sum(p.stat().st_size for p in files)
+
+
+def measure(cmd: list[str]) -> dict:
+    out = subprocess.run([sys.executable, "-c", RUNNER, *cmd], capture_output=True, text=True, check=True)
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    if res["rc"] != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{res['err']}")
+    return res
+
+
+def bench_size(root: Path, n_spans: int, memory_limit: str, full: bool) -> dict:
+    data = root / f"data-{n_spans}"
+    files, nbytes = generate(data / "otel", n_spans)
+    tmp = root / "tmp"
+    tmp.mkdir(exist_ok=True)
+    base = measure([sys.executable, "-c", BASELINE, str(root / f"bare-{n_spans}.parquet"), memory_limit, str(tmp),
+                    *map(str, files)])
+    spanrl = [sys.executable, "-m", "spanrl", "ingest", "--data", str(data), "--memory-limit", memory_limit]
+    stage1 = measure([*spanrl, "--no-transitions"])
+    row = {"spans": n_spans, "files": len(files), "mb": nbytes / 1e6, "baseline": base, "stage1": stage1}
+    if full:
+        shutil.rmtree(data / "lake")
+        row["full"] = measure([*spanrl, "--settle", "0s"])
+    shutil.rmtree(data)
+    return row
+
+
+def report(row: dict) -> None:
+    b = row["baseline"]
+    print(f"\n{row['spans']:,} spans, {row['files']} files, {row['mb']:.0f} MB")
+    print(f"  {'run':<28}{'seconds':>9}{'spans/s':>12}{'MB/s':>8}{'ratio':>7}{'peak RSS MB':>13}")
+    for name, key in (("duckdb COPY read_ndjson", "baseline"), ("spanrl ingest (stage 1)", "stage1"),
+                      ("spanrl ingest (full chain)", "full")):
+        if key not in row:
+            continue
+        r = row[key]
+        print(f"  {name:<28}{r['seconds']:>9.1f}{row['spans'] / r['seconds']:>12,.0f}{row['mb'] / r['seconds']:>8.1f}"
+              f"{b['seconds'] / r['seconds']:>7.2f}{r['rss_mb']:>13,.0f}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--spans", type=int, default=2_000_000, help="spans at 1x (4x is also run unless --no-4x)")
+    p.add_argument("--no-4x", action="store_true")
+    p.add_argument("--memory-limit", default="2GB")
+    p.add_argument("--no-full", action="store_true", help="skip the full chain (stage 1 + transitions)")
+    p.add_argument("--dir", type=Path, default=None, help="work folder (default: a temp dir)")
+    args = p.parse_args()
+    try:
+        import spanrl.ingest.build  # noqa: F401
+        full = not args.no_full
+    except ImportError:
+        full = False
+    root = args.dir or Path(tempfile.mkdtemp(prefix="spanrl-bench-"))
+    sizes = [args.spans] if args.no_4x else [args.spans, 4 * args.spans]
+    rows = []
+    for n in sizes:
+        t = time.perf_counter()
+        rows.append(bench_size(root, n, args.memory_limit, full))
+        report(rows[-1])
+        print(f"  (size done in {time.perf_counter() - t:.0f}s)")
+    if len(rows) == 2:
+        a, b = rows
+        print(f"\npeak RSS 4x/1x: stage 1 {b['stage1']['rss_mb'] / a['stage1']['rss_mb']:.2f}, "
+              f"baseline {b['baseline']['rss_mb'] / a['baseline']['rss_mb']:.2f}")
+    if args.dir is None:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
