@@ -6,8 +6,9 @@ against the same receiver in its hidden ``--discard`` mode (parse, then drop), i
 Each sender is a separate process with a BatchSpanProcessor (large queue, 512-span batches) and realistic
 spans (12 attributes, a 1 KB prompt). Throughput = all spans / (last flush done - first span started), from
 the senders' own clocks, so interpreter start-up is not counted. Write and discard runs alternate
-``--repeat`` times and medians are printed, with the write/discard ratio (goal >= 0.8) and the
-receiver's peak RSS (VmHWM). Not collected by pytest.
+``--repeat`` times and medians are printed, with the write/discard ratio (goal >= 0.8), the
+receiver's peak RSS (VmHWM) and its CPU time per span in both modes (steadier than spans/s when other
+jobs share the machine). Not collected by pytest.
 """
 
 from __future__ import annotations
@@ -61,6 +62,12 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of the receiver: its CPU cost, which load on a shared machine does not change much."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_case(protocol: str, n_senders: int, n_spans: int, discard: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "collector.log"
@@ -79,10 +86,12 @@ def run_case(protocol: str, n_senders: int, n_spans: int, discard: bool) -> dict
             env.update({"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_INSECURE": "true",
                         "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc" if protocol == "grpc" else "http/protobuf",
                         "OTEL_EXPORTER_OTLP_TIMEOUT": "120"})
+            cpu0 = cpu_seconds(proc.pid)
             procs = [subprocess.Popen([sys.executable, __file__, "--sender", str(n_spans), f"s{k}"], env=env,
                                       stdout=subprocess.PIPE, text=True) for k in range(n_senders)]
             results = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
             rss = peak_rss_mb(proc.pid)
+            cpu = cpu_seconds(proc.pid) - cpu0
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
@@ -95,6 +104,7 @@ def run_case(protocol: str, n_senders: int, n_spans: int, discard: bool) -> dict
         total = n_spans * n_senders
         wall = max(r["end"] for r in results) - min(r["start"] for r in results)
         return {"spans_per_s": total / wall, "rss_mb": rss, "ok": all(r["ok"] for r in results),
+                "cpu_us_per_span": cpu / total * 1e6,
                 "written": written, "total": total}
 
 
@@ -109,7 +119,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="alternating write/discard runs; medians reported")
     args = ap.parse_args()
     print(f"{'protocol':8} {'senders':>7} {'write sp/s':>11} {'discard sp/s':>13} {'ratio':>6} "
-          f"{'peak RSS MB':>11}  check")
+          f"{'peak RSS MB':>11} {'CPU us/span w/d':>16}  check")
     for protocol in args.protocols:
         for n in args.senders:
             per = args.spans // n
@@ -122,7 +132,10 @@ def main() -> None:
             rss = max(r["rss_mb"] for r in writes)
             lost = sum(r["total"] - r["written"] for r in writes)
             check = "ok" if all(r["ok"] for r in writes) and lost == 0 else f"LOST {lost}"
-            print(f"{protocol:8} {n:7d} {w:11.0f} {d:13.0f} {w / d:6.2f} {rss:11.0f}  {check}", flush=True)
+            cw = statistics.median(r["cpu_us_per_span"] for r in writes)
+            cd = statistics.median(r["cpu_us_per_span"] for r in discards)
+            print(f"{protocol:8} {n:7d} {w:11.0f} {d:13.0f} {w / d:6.2f} {rss:11.0f} {cw:8.0f} /{cd:6.0f}  {check}",
+                  flush=True)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from typing import Any
 import duckdb
 
 from spanrl.errors import InputError
+from spanrl.ingest.views import read_sql
 
 
 @dataclass(frozen=True)
@@ -83,8 +84,7 @@ def air_rule_hits_sql(con: duckdb.DuckDBPyConnection, rules: list[AirRule]) -> s
         con.executemany("INSERT INTO _air_rules VALUES (?, ?, ?)",
                         [(i, r.name, r.value) for i, r in enumerate(rules)])
     cases = ", ".join(f"CASE WHEN ({r.when}) THEN {i} END" for i, r in enumerate(rules))
-    template = resources.files("spanrl.ingest").joinpath("sql/rewards/_air_rule_hits.sql").read_text()
-    return template.replace("/*RULE_CASES*/", cases)
+    return read_sql("rewards/_air_rule_hits").replace("/*RULE_CASES*/", cases)
 
 
 def bad_rule_error(con: duckdb.DuckDBPyConnection, rules: list[AirRule], exc: duckdb.Error) -> Exception:

@@ -24,7 +24,8 @@ import pyarrow as pa
 from spanrl.ingest.air import rules_as_dicts
 from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.credit import EPS, advantage_stats, run_advantages
-from spanrl.ingest.rollouts import read_sql, register_stage2
+from spanrl.ingest.rollouts import register_stage2
+from spanrl.ingest.views import read_sql
 from spanrl.transitions.snapshot import content_hash, open_snapshot, transitions_dir
 
 ROWS_PER_PART = 50_000  # fixed, so the same rows always split into the same parts (same hash)
@@ -49,15 +50,15 @@ def build_transitions(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None =
     try:
         setup = register_stage2(con, cfg, materialize=True)
         _crash_point("registered")
-        con.execute("CREATE OR REPLACE TEMP TABLE transition_rows AS " + read_sql("transitions/transition_base.sql"))
+        con.execute("CREATE OR REPLACE TEMP TABLE transition_rows AS " + read_sql("transitions/transition_base"))
         table = run_advantages(con, cfg.credit, cfg.gamma, cfg.advantage, EPS)
         con.register("transitions", table)  # the snapshot rows, queryable on the same connection
         _crash_point("rows")
         stats = collect_stats(con)
         stats["advantage"] = advantage_stats(con)
         stats["feedback_files"] = [str(p) for p in setup.feedback_files]
-        sources = sorted({f for files in table.column("source_files").to_pylist() for f in files or []}
-                         | set(stats["feedback_files"]))
+        spans_files = con.execute("SELECT DISTINCT unnest(source_files) FROM transitions").fetchall()
+        sources = sorted({f for (f,) in spans_files} | set(stats["feedback_files"]))
         config = {**cfg.to_dict(), "air_rules": rules_as_dicts(setup.air_rules), "advantage_eps": EPS}
         if table.num_rows == 0:
             return BuildResult("empty", None, None, 0, stats)
@@ -154,7 +155,6 @@ def collect_stats(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     }
 
 
-
 def print_summary(result: BuildResult) -> None:
     """The stage-2 summary table (rich): rollouts, calls, rewards, AIR, task means, snapshot."""
     from rich.console import Console
@@ -174,8 +174,8 @@ def print_summary(result: BuildResult) -> None:
     if reward.get("mean") is not None:
         table.add_row("final reward", f"mean {reward['mean']:.3f}, min {reward['min']:.3f}, max {reward['max']:.3f}")
     for task in s.get("reward_mean_by_task", []):
-        table.add_row(f"  task {task['task_id']}", f"mean {task['mean'] if task['mean'] is None else round(task['mean'], 3)}"
-                      f" over {task['rollouts']} rollouts")
+        mean = "n/a" if task["mean"] is None else f"{task['mean']:.3f}"
+        table.add_row(f"  task {task['task_id']}", f"mean {mean} over {task['rollouts']} rollouts")
     adv = s.get("advantage", {})
     if adv:
         table.add_row("advantage groups", f"{adv['groups']} ({adv['zero_variance_groups']} zero-variance); "

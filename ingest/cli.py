@@ -56,14 +56,9 @@ def ingest(data: Path, settle: str | None, **flags) -> None:
     load_lake_with_progress(cfg)
     # ---- stage 2 (transitions; engineer C) -------------------------------------------------------
     if not cfg.no_transitions:
-        try:
-            from spanrl.ingest.build import build_transitions
-        except ImportError:
-            click.echo("note: the transition builder is not installed yet; only the lake was built.")
-        else:
-            from spanrl.ingest.build import print_summary
+        from spanrl.ingest.build import build_transitions, print_summary
 
-            print_summary(build_transitions(cfg))
+        print_summary(build_transitions(cfg))
 
 
 @click.group()

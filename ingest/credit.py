@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from importlib import resources
 
 import duckdb
 import pyarrow as pa
+
+from spanrl.ingest.views import read_sql
 
 EPS = 1e-6  # added to the std, as in GRPO: (R - mean) / (std + eps)
 _ZERO_STD = 1e-12  # below this a group has no spread: its advantage is 0
@@ -84,7 +85,7 @@ def run_advantages(
     con: duckdb.DuckDBPyConnection, credit: str, gamma: float, advantage: str, eps: float = EPS
 ) -> pa.Table:
     """``advantages.sql`` over the relation ``transition_rows`` on ``con``, in (rollout_id, step) order."""
-    sql = resources.files("spanrl.ingest").joinpath("sql/transitions/advantages.sql").read_text()
+    sql = read_sql("transitions/advantages")
     params = {"credit": credit, "gamma": gamma, "advantage": advantage, "eps": eps}
     return con.sql(sql, params=params).to_arrow_table()
 

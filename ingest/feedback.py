@@ -9,12 +9,12 @@ that cannot be used stops the run with its file and line; a row whose key matche
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 import duckdb
 
 from spanrl.errors import InputError
+from spanrl.ingest.views import read_sql
 
 # The columns a feedback file may carry; an empty typed frame makes union-by-name fill missing ones.
 _EMPTY = ("SELECT NULL::VARCHAR AS rollout_id, NULL::VARCHAR AS trace_id, NULL::VARCHAR AS response_id, "
@@ -59,8 +59,7 @@ def load_feedback(con: duckdb.DuckDBPyConnection, data: Path) -> list[Path]:
                 f"{path}: cannot read feedback ({str(exc).splitlines()[0]}); fix or remove the file "
                 "(one reward per row: rollout_id|trace_id|response_id, value, optional name and ts)"
             ) from None
-    sql = resources.files("spanrl.ingest").joinpath("sql/feedback/feedback_rows.sql").read_text()
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _feedback AS {sql}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _feedback AS {read_sql('feedback/feedback_rows')}")
     bad_rows = con.execute(
         "SELECT file, line, problem FROM _feedback WHERE problem IS NOT NULL ORDER BY file, line LIMIT 1"
     ).fetchall()

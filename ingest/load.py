@@ -63,6 +63,7 @@ def open_work_connection(cfg: IngestConfig, tmp: Path) -> duckdb.DuckDBPyConnect
     con.execute(f"SET memory_limit = {sql_literal(cfg.memory_limit)}")
     con.execute(f"SET temp_directory = {sql_literal(tmp)}")
     con.execute("SET preserve_insertion_order = false")
+    con.execute("SET enable_progress_bar = false")
     if cfg.threads:
         con.execute(f"SET threads = {int(cfg.threads)}")
     con.execute(read_sql("otlp_types"))

@@ -12,7 +12,6 @@ views cannot take bound parameters; an unset variable is NULL and means "not con
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import duckdb
@@ -21,21 +20,22 @@ from spanrl.errors import InputError
 from spanrl.ingest.air import AirRule, air_rule_hits_sql, bad_rule_error, load_air_rules
 from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.feedback import load_feedback
+from spanrl.ingest.views import read_sql
 
-# (object, file, materialise when building): dependency order. Views that are read once stay views.
+# (object, file under sql/ without .sql, materialise when building): dependency order. Views that are read once stay views.
 STAGE2_OBJECTS: list[tuple[str, str, bool]] = [
-    ("_trace_rollouts", "rollouts/_trace_rollouts.sql", True),
-    ("_span_tree", "rollouts/_span_tree.sql", True),
-    ("_rollout_status", "rollouts/_rollout_status.sql", True),
-    ("_rollout_calls", "rollouts/_rollout_calls.sql", True),
-    ("_rollout_tasks", "rollouts/_rollout_tasks.sql", True),
-    ("_explicit_rewards", "rewards/_explicit_rewards.sql", False),
-    ("_feedback_rewards", "rewards/_feedback_rewards.sql", True),
-    ("_air_candidates", "rewards/_air_candidates.sql", False),
-    # _air_rule_hits is generated from the rules here (air.register_air)
-    ("_air_hits", "rewards/_air_hits.sql", False),
-    ("rewards", "rewards/rewards.sql", True),
-    ("rollouts", "rollouts/rollouts.sql", True),
+    ("_trace_rollouts", "rollouts/_trace_rollouts", True),
+    ("_span_tree", "rollouts/_span_tree", True),
+    ("_rollout_status", "rollouts/_rollout_status", True),
+    ("_rollout_calls", "rollouts/_rollout_calls", True),
+    ("_rollout_tasks", "rollouts/_rollout_tasks", True),
+    ("_explicit_rewards", "rewards/_explicit_rewards", False),
+    ("_feedback_rewards", "rewards/_feedback_rewards", True),
+    ("_air_candidates", "rewards/_air_candidates", False),
+    # _air_rule_hits comes next, generated from the AIR rules (air.air_rule_hits_sql)
+    ("_air_hits", "rewards/_air_hits", False),
+    ("rewards", "rewards/rewards", True),
+    ("rollouts", "rollouts/rollouts", True),
 ]
 _AIR_AFTER = "_air_candidates"
 
@@ -49,10 +49,6 @@ class Stage2Setup:
 
     air_rules: list[AirRule]
     feedback_files: list[Path]
-
-
-def read_sql(name: str) -> str:
-    return resources.files("spanrl.ingest").joinpath("sql", name).read_text()
 
 
 def set_variables(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> None:
@@ -72,7 +68,7 @@ def set_variables(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> None:
 def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materialize: bool) -> Stage2Setup:
     """Create every stage-2 object on ``con`` (which must already have spans, llm_calls, tool_calls)."""
     _check_stage1(con)
-    con.execute(read_sql("rollouts/macros.sql"))
+    con.execute(read_sql("rollouts/macros"))
     set_variables(con, cfg)
     files = load_feedback(con, cfg.data)
     rules = load_air_rules(cfg.config_file)
@@ -91,8 +87,7 @@ def register_lake_views(con: duckdb.DuckDBPyConnection, data: Path) -> bool:
     without LLM-call views yet. Config comes from ``DATA/spanrl.toml`` like the builder's."""
     from spanrl.ingest.config import make_ingest_config
 
-    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    if not set(REQUIRED) <= have:
+    if _missing_stage1(con):
         return False
     register_stage2(con, make_ingest_config(data=Path(data)), materialize=False)
     return True
@@ -109,9 +104,13 @@ def _create(con: duckdb.DuckDBPyConnection, name: str, kind: str, body: str) -> 
     con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {body}")
 
 
-def _check_stage1(con: duckdb.DuckDBPyConnection) -> None:
+def _missing_stage1(con: duckdb.DuckDBPyConnection) -> list[str]:
     have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    missing = [n for n in REQUIRED if n not in have]
+    return [n for n in REQUIRED if n not in have]
+
+
+def _check_stage1(con: duckdb.DuckDBPyConnection) -> None:
+    missing = _missing_stage1(con)
     if missing:
         raise InputError(f"the trace lake has no {', '.join(missing)} yet; run `spanrl ingest` first")
 

@@ -368,6 +368,10 @@ class Demo:
                            eval_reward=mean_reward(eval_rows), eval_accuracy=mean_reward(eval_rows, "correct"),
                            seconds={"rollouts": time.monotonic() - started})
 
+    def _ingest_command(self) -> list[str]:
+        return spanrl_command("ingest", "--data", str(self.data), "--settle", "0s", "--agent", f"^{TRAIN_AGENT}$",
+                              *self.cfg.ingest_args)
+
     def _policy_name(self) -> str:
         latest = self.data / "adapters" / "LATEST"
         return latest.read_text().strip() if latest.is_file() else "base"
@@ -377,9 +381,7 @@ class Demo:
             result = self._rollouts(cycle, progress, with_train=True)
             step = progress.add_task(f"cycle {cycle}: ingest (span files -> lake -> snapshot)", total=1)
             wait_for_quiet_files(self.data / "otel")
-            result.seconds["ingest"] = run_step("ingest", spanrl_command(
-                "ingest", "--data", str(self.data), "--settle", "0s", "--agent", f"^{TRAIN_AGENT}$",
-                *self.cfg.ingest_args), self.logs)
+            result.seconds["ingest"] = run_step("ingest", self._ingest_command(), self.logs)
             check_no_eval_rows(self.data)
             snapshot = train_snapshot(self.data, cycle) if self.cfg.on_policy else "LATEST"
             progress.advance(step)
@@ -399,8 +401,13 @@ class Demo:
         return result
 
     def evaluate_only(self, cycle: int) -> CycleResult:
+        """The last policy's held-out score, then one more ingest so the lake holds every span."""
         with self._progress() as progress:
             result = self._rollouts(cycle, progress, with_train=False)
+            step = progress.add_task("final ingest (the lake gets the last evaluation's spans)", total=1)
+            wait_for_quiet_files(self.data / "otel")
+            result.seconds["ingest"] = run_step("ingest", self._ingest_command(), self.logs)
+            progress.advance(step)
         self.console.print(f"cycle {cycle}: held-out {fmt(result.eval_reward)} (policy {result.policy})")
         return result
 

@@ -12,6 +12,7 @@ def write_cycle_report(path: Path, metrics: list[dict[str, Any]], cycles: list[d
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, (ax_loss, ax_reward) = plt.subplots(1, 2, figsize=(10, 3.6))
     steps = [m["step"] for m in metrics]
@@ -25,6 +26,8 @@ def write_cycle_report(path: Path, metrics: list[dict[str, Any]], cycles: list[d
     ax_reward.plot(xs, [c.get("mean_final_reward") for c in cycles], marker="o")
     ax_reward.set_xlabel("cycle")
     ax_reward.set_title("mean final reward of the snapshot (per rollout)")
+    for ax in (ax_loss, ax_reward):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=80)

@@ -210,7 +210,7 @@ class ChatServer:
         try:
             body = await _json_body(request)
             name = body.get("lora_name")
-            if name not in self.engine.loaded or name == self.watcher.current:
+            if not isinstance(name, str) or name not in self.engine.loaded or name == self.watcher.current:
                 raise ApiError(f"no unloadable adapter named {name!r}; loaded: {sorted(self.engine.loaded)}", 404)
             await self._on_model_thread(lambda: self.engine.unload_adapter(name))
         except ApiError as exc:
@@ -226,6 +226,8 @@ class ChatServer:
         try:
             body = await _json_body(request)
             model = body.get("model") or self.name
+            if not isinstance(model, str):
+                raise ApiError(f"model must be a string, got {model!r}", param="model")
             adapter = self._adapter_for(model)
             span = start_chat_span(self.tracer, self.name, request.headers)
             span.set_attributes(request_attributes(self.name, body, self.config.capture_messages))

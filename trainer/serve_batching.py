@@ -147,10 +147,13 @@ class Batcher:
             if first is None:
                 return
             jobs, controls, stop = self._collect(first)
-            for control in controls:
-                self._run_control(control)
-            self._safe_poll()
-            self._run_jobs(jobs)
+            try:
+                for control in controls:
+                    self._run_control(control)
+                self._safe_poll()
+                self._run_jobs(jobs)
+            except Exception:  # the model thread must never die: that would hang every request
+                log.exception("serving loop error")
             if stop:
                 return
 
@@ -175,6 +178,8 @@ class Batcher:
                 return jobs, controls, True
 
     def _run_control(self, control: Control) -> None:
+        if not control.future.set_running_or_notify_cancel():
+            return
         try:
             control.future.set_result(control.action())
         except Exception as exc:
@@ -189,6 +194,8 @@ class Batcher:
     def _run_jobs(self, jobs: list[Job]) -> None:
         groups: dict[str | None, list[Job]] = {}
         for job in jobs:
+            if not job.future.set_running_or_notify_cancel():  # the client went away: skip the work
+                continue
             adapter = self.watcher.current if job.adapter is DEFAULT else job.adapter
             if adapter is not None and adapter not in self.engine.loaded:
                 job.future.set_exception(KeyError(f"adapter {adapter!r} is not loaded"))

@@ -256,7 +256,7 @@ def _sequence_logprobs(torch: Any, model: Any, seqs: list[Sequence], budget: int
                 flat[offsets[i] : offsets[i] + n] = logp[pos : pos + n]
                 pos += n
     if world > 1:
-        torch.distributed.all_reduce(flat)  # each position was filled by exactly one rank
+        _all_reduce_cpu(torch, flat, device)  # each position was filled by exactly one rank
     return [flat[offsets[i] : offsets[i + 1]] for i in range(len(seqs))]
 
 
@@ -295,8 +295,15 @@ def _all_reduce_grads(torch: Any, params: list[Any], sums: Any, maxes: Any, worl
     for p in params:
         p.grad.copy_(flat[pos : pos + p.numel()].view_as(p))
         pos += p.numel()
-    torch.distributed.all_reduce(sums)
-    torch.distributed.all_reduce(maxes, op=torch.distributed.ReduceOp.MAX)
+    _all_reduce_cpu(torch, sums, flat.device)
+    _all_reduce_cpu(torch, maxes, flat.device, op=torch.distributed.ReduceOp.MAX)
+
+
+def _all_reduce_cpu(torch: Any, tensor: Any, device: Any, op: Any = None) -> None:
+    """All-reduce a CPU tensor in place; nccl only reduces GPU tensors, so go through ``device``."""
+    work = tensor.to(device)
+    torch.distributed.all_reduce(work, op=op or torch.distributed.ReduceOp.SUM)
+    tensor.copy_(work.cpu())
 
 
 def _metrics_row(n: int, lr: float, rollouts: int, grad_norm: float, sums: Any, maxes: Any, seconds: float) -> dict[str, Any]:

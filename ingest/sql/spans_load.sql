@@ -4,31 +4,37 @@
 -- A bad line (resourceSpans NULL) or a span without ids yields a row with date NULL: the loader
 -- takes that as "this file needs the line-numbered path" and records rejects from it.
 SELECT
-    otlp_id(sp.traceId, 16) AS trace_id,
-    otlp_id(sp.spanId, 8) AS span_id,
-    otlp_id(sp.parentSpanId, 8) AS parent_span_id,
-    sp."name" AS "name",
-    otlp_span_kind(sp.kind) AS kind,
-    otlp_ns(sp.startTimeUnixNano) AS start_ns,
-    otlp_ns(sp.endTimeUnixNano) AS end_ns,
-    otlp_status_code(sp.status.code) AS status_code,
-    nullif(sp.status.message, '') AS status_message,
-    otlp_service_name(rs.resource.attributes) AS service_name,
-    otlp_attrs_flat(rs.resource.attributes) AS resource,
-    ss.scope."name" AS scope_name,
-    nullif(ss.scope."version", '') AS scope_version,
-    otlp_attrs(sp.attributes) AS attributes,
-    to_json(list_transform(coalesce(sp.events, []), lambda e: {
+    otlp_id(b.sp.traceId, 16) AS trace_id,
+    otlp_id(b.sp.spanId, 8) AS span_id,
+    otlp_id(b.sp.parentSpanId, 8) AS parent_span_id,
+    b.sp."name" AS "name",
+    otlp_span_kind(b.sp.kind) AS kind,
+    otlp_ns(b.sp.startTimeUnixNano) AS start_ns,
+    otlp_ns(b.sp.endTimeUnixNano) AS end_ns,
+    otlp_status_code(b.sp.status.code) AS status_code,
+    nullif(b.sp.status.message, '') AS status_message,
+    otlp_service_name(b.resource.attributes) AS service_name,
+    otlp_attrs_flat(b.resource.attributes) AS resource,
+    b.scope."name" AS scope_name,
+    nullif(b.scope."version", '') AS scope_version,
+    otlp_attrs(b.sp.attributes) AS attributes,
+    to_json(list_transform(coalesce(b.sp.events, []), lambda e: {
         'time_ns': otlp_ns(e.timeUnixNano), 'name': e."name", 'attributes': otlp_attrs_flat(e.attributes)})) AS events,
-    to_json(list_transform(coalesce(sp.links, []), lambda l: {
+    to_json(list_transform(coalesce(b.sp.links, []), lambda l: {
         'trace_id': otlp_id(l.traceId, 16), 'span_id': otlp_id(l.spanId, 8),
         'attributes': otlp_attrs_flat(l.attributes)})) AS links,
     b.source_file AS source_file,
     CAST($ingested_at AS TIMESTAMP) AS ingested_at,
     b.line_no AS line_no,
-    CASE WHEN otlp_id(sp.traceId, 16) IS NULL OR otlp_id(sp.spanId, 8) IS NULL THEN NULL
-         ELSE otlp_date(otlp_ns(sp.startTimeUnixNano)) END AS "date"
-FROM trace_batches AS b,
-    unnest(CASE WHEN b.resourceSpans IS NULL THEN [NULL] ELSE b.resourceSpans END) AS r(rs),
-    unnest(CASE WHEN rs IS NULL THEN [NULL] ELSE coalesce(rs.scopeSpans, []) END) AS s(ss),
-    unnest(CASE WHEN ss IS NULL THEN [NULL] ELSE coalesce(ss.spans, []) END) AS p(sp)
+    CASE WHEN otlp_id(b.sp.traceId, 16) IS NULL OR otlp_id(b.sp.spanId, 8) IS NULL THEN NULL
+         ELSE otlp_date(otlp_ns(b.sp.startTimeUnixNano)) END AS "date"
+FROM (
+    SELECT r.resource, s.scope, unnest(CASE WHEN s IS NULL THEN [NULL] ELSE coalesce(s.spans, []) END) AS sp,
+           r.source_file, r.line_no
+    FROM (
+        SELECT rs.resource AS resource, unnest(CASE WHEN rs IS NULL THEN [NULL] ELSE coalesce(rs.scopeSpans, []) END) AS s,
+               source_file, line_no
+        FROM (SELECT unnest(CASE WHEN resourceSpans IS NULL THEN [NULL] ELSE resourceSpans END) AS rs, source_file, line_no
+              FROM trace_batches) AS x
+    ) AS r
+) AS b

@@ -71,3 +71,17 @@ def test_rejects_are_reported_and_queryable(data) -> None:
     res = run("--data", str(data), "--format", "csv",
               "select line, error from read_parquet('" + str(data) + "/lake/_rejects/*.parquet')")
     assert res.output.splitlines()[1] == "2,not JSON"
+
+
+def test_interactive_prompt(data, monkeypatch) -> None:
+    import io
+
+    from spanrl.ingest.query import interactive
+    from spanrl.ingest.views import connect
+
+    lines = iter(["select count(*) AS n", "from spans;", "copy spans to 'x';", ".quit"])
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(lines))
+    out = io.StringIO()
+    interactive(data, connect(data, stage2=False), out)
+    text = out.getvalue()
+    assert "1 row(s)" in text and "error: spanrl sql is read-only" in text

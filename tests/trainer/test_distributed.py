@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from spanrl.trainer.config import TrainConfig
 from spanrl.trainer.train import train
 from tests.helpers.tiny_model import make_tiny_model, tiny_rollout_rows, write_rows_snapshot
@@ -15,6 +17,7 @@ from tests.helpers.tiny_model import make_tiny_model, tiny_rollout_rows, write_r
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # ~20 s alone (two processes start torch), minutes on a loaded machine
 def test_torchrun_two_ranks_agree_and_match_one_process(tmp_path: Path) -> None:
     from safetensors.torch import load_file
     from transformers import AutoTokenizer

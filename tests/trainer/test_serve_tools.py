@@ -81,3 +81,46 @@ def test_chunks_respect_max_rows() -> None:
     jobs = [job(3), job(3), job(1), job(9), job(2)]
     sizes = [[len(j.seqs) for j in chunk] for chunk in _chunks(jobs, 8)]
     assert sizes == [[3, 3, 1], [9], [2]]
+
+
+class _StubEngine:
+    """Stands in for the model: fills each row with its prompt reversed, or raises on demand."""
+
+    def __init__(self) -> None:
+        self.loaded: dict[str, str] = {}
+        self.fail_next = False
+
+    def generate(self, seqs: list[Sequence], adapter_id: str | None) -> None:
+        if self.fail_next:
+            self.fail_next = False
+            raise RuntimeError("out of memory")
+        for s in seqs:
+            s.output_ids, s.finish_reason = s.prompt_ids[::-1], "stop"
+
+
+def test_batcher_skips_cancelled_jobs_and_survives_engine_errors() -> None:
+    import threading
+
+    from spanrl.trainer.serve_batching import AdapterWatcher, Batcher, Control
+
+    engine = _StubEngine()
+    batcher = Batcher(engine, AdapterWatcher(engine), max_batch=4, batch_wait=0.0, idle_poll=0.05)  # type: ignore[arg-type]
+    batcher.start()
+    try:
+        gate = threading.Event()
+        blocker = batcher.submit(Control(gate.wait))  # occupies the model thread
+        gone, kept = Job([Sequence([1, 2], SamplingParams())]), Job([Sequence([3, 4], SamplingParams())])
+        batcher.submit(gone)
+        batcher.submit(kept)
+        assert gone.future.cancel()  # the client disconnected while queued
+        gate.set()
+        blocker.result(timeout=10)
+        assert kept.future.result(timeout=10).seqs[0].output_ids == [4, 3]
+        assert batcher.rows == 1  # the cancelled job cost nothing
+        engine.fail_next = True
+        failed = batcher.submit(Job([Sequence([5], SamplingParams())]))
+        assert isinstance(failed.exception(timeout=10), RuntimeError)
+        after = batcher.submit(Job([Sequence([6, 7], SamplingParams())]))
+        assert after.result(timeout=10).seqs[0].output_ids == [7, 6] and batcher.failed == 1
+    finally:
+        batcher.stop()

@@ -13,6 +13,7 @@ import pytest
 
 from spanrl.ingest.build import build_transitions
 from spanrl.ingest.config import IngestConfig
+from spanrl.ingest.credit import compute_advantages
 from spanrl.transitions import TRANSITION_SCHEMA, read_snapshot
 from tests.transitions.lakefake import sample_lake
 
@@ -44,6 +45,12 @@ def test_snapshot_rows_manifest_and_stats(tmp_path: Path) -> None:
     assert manifest["config"]["credit"] == "identical" and manifest["config"]["air_rules"]
     assert manifest["source_files"] == ["otel/traces.jsonl"]
     assert manifest["min_time_ns"] < manifest["max_time_ns"]
+    # advantages are a separate step: recomputing them over the snapshot gives the stored values,
+    # and another baseline needs no rebuild
+    again = compute_advantages(table, credit="identical", gamma=0.95, advantage="group")
+    assert again["advantage"].to_pylist() == pytest.approx(table["advantage"].to_pylist())
+    batch = compute_advantages(table, advantage="batch")["advantage"].to_pylist()
+    assert batch != pytest.approx(table["advantage"].to_pylist()) and abs(sum(batch)) < 1e-6
 
 
 def test_same_lake_same_hash_and_unchanged(tmp_path: Path) -> None:

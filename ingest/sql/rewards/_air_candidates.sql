@@ -9,7 +9,7 @@ WITH s AS (
     SELECT sp.trace_id, sp.span_id, nullif(sp.parent_span_id, '') AS parent_span_id, sp.name, sp.kind,
            sp.status_code, sp.status_message, sp.attributes, sp.events, sp.start_ns, sp.end_ns,
            r.rollout_id,
-           list_filter(CAST(CAST(coalesce(sp.events, '[]') AS JSON) AS JSON[]), lambda e: e->>'name' = 'exception') AS exc
+           list_filter(TRY_CAST(CAST(coalesce(sp.events, '[]') AS JSON) AS JSON[]), lambda e: e->>'name' = 'exception') AS exc
     FROM spans sp JOIN _trace_rollouts r USING (trace_id)
 ),
 calls AS (
@@ -22,7 +22,7 @@ calls AS (
 tools AS (
     SELECT tc.trace_id, tc.span_id, tc.llm_span_id, tc.tool_name, tc.arguments, tc.result, tc.error_type,
            (SELECT coalesce(d->'function'->'parameters', d->'parameters')
-            FROM (SELECT unnest(CAST(CAST(asker.tools AS JSON) AS JSON[])) AS d)
+            FROM (SELECT unnest(TRY_CAST(CAST(asker.tools AS JSON) AS JSON[])) AS d)
             WHERE coalesce(d->'function'->>'name', d->>'name') = tc.tool_name
             LIMIT 1) AS tool_schema
     FROM tool_calls tc
@@ -39,7 +39,7 @@ joined AS (
                     OR s.attributes->>'openinference.span.kind' = 'AGENT'
                     OR s.attributes->>'traceloop.span.kind' = 'agent'
                     OR s.attributes->>'gen_ai.agent.name' IS NOT NULL, false) AS is_agent,
-           len(s.exc) > 0 AS has_exception,
+           coalesce(len(s.exc) > 0, false) AS has_exception,
            spanrl_is_error(s.status_code) AS is_error,
            coalesce(list_min(list_transform(s.exc, lambda e: spanrl_event_ns(e))), s.start_ns) AS anchor_ns
     FROM s

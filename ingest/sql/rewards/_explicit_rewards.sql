@@ -56,7 +56,7 @@ openinference AS (
     FROM oi_keys WHERE idx <> ''
 ),
 evs AS (
-    SELECT trace_id, span_id, rollout_id, end_ns, unnest(CAST(CAST(events AS JSON) AS JSON[])) AS e
+    SELECT trace_id, span_id, rollout_id, end_ns, unnest(TRY_CAST(CAST(events AS JSON) AS JSON[])) AS e
     FROM s
     WHERE events IS NOT NULL AND CAST(events AS VARCHAR) NOT IN ('[]', '')
 ),

@@ -16,7 +16,7 @@ first_call AS (  -- the first call (tree order) that can hold a user message; pa
 ),
 first_user AS (
     SELECT rollout_id,
-           list_filter(CAST(messages AS JSON[]), lambda m: m->>'role' = 'user')[1]->'content' AS content
+           list_filter(TRY_CAST(messages AS JSON[]), lambda m: m->>'role' = 'user')[1]->'content' AS content
     FROM first_call
 )
 SELECT k.rollout_id,

@@ -3,9 +3,12 @@
 -- the last explicit reward by time; feedback without a time counts as newest); NULL when it has none.
 WITH final AS (
     SELECT rollout_id,
-           arg_max(value, (is_primary, coalesce(ts_ns, 9223372036854775807), source, span_id, name)) AS final_reward
-    FROM rewards
-    WHERE source <> 'air' AND rollout_id IS NOT NULL
+           arg_max(value, (is_primary, coalesce(ts_ns, 9223372036854775807), source, span_id, name, value))
+               AS final_reward
+    FROM (SELECT rollout_id, value, is_primary, ts_ns, source, span_id, name FROM _explicit_rewards
+          UNION ALL
+          SELECT rollout_id, value, is_primary, ts_ns, source, span_id, name FROM _feedback_rewards)
+    WHERE rollout_id IS NOT NULL  -- explicit rewards only (AIR rewards are per step, never final)
     GROUP BY rollout_id
 ),
 calls AS (
