@@ -7,6 +7,7 @@ INTERNAL "Exception deserializing request", and decoding shares ``decode_protobu
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import grpc
@@ -14,7 +15,7 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from spanrl.collector.receiver import BadPayload, Receiver, authorized, decode_protobuf
+from spanrl.collector.receiver import OFFLOAD_BYTES, BadPayload, Receiver, authorized, decode_protobuf
 from spanrl.collector.writer import Outcome
 
 SERVICES = {
@@ -50,7 +51,10 @@ def _handler(receiver: Receiver, signal: str) -> Any:
                 await context.abort(grpc.StatusCode.UNAUTHENTICATED,
                                     "missing or wrong 'authorization: Bearer <token>' metadata")
         try:
-            decoded = decode_protobuf(signal, body)
+            if len(body) > OFFLOAD_BYTES:  # keep the loop answering while a big message is parsed
+                decoded = await asyncio.get_running_loop().run_in_executor(None, decode_protobuf, signal, body)
+            else:
+                decoded = decode_protobuf(signal, body)
         except BadPayload as exc:
             receiver.reject("grpc_invalid_argument")
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))

@@ -12,7 +12,15 @@ import zlib
 
 from aiohttp import web
 
-from spanrl.collector.receiver import BadPayload, Decoded, Receiver, authorized, decode_json, decode_protobuf
+from spanrl.collector.receiver import (
+    OFFLOAD_BYTES,
+    BadPayload,
+    Decoded,
+    Receiver,
+    authorized,
+    decode_json,
+    decode_protobuf,
+)
 from spanrl.collector.writer import Outcome
 
 PROTOBUF = "application/x-protobuf"
@@ -163,7 +171,11 @@ def build_app(receiver: Receiver) -> web.Application:
                     raise
                 except Exception as exc:  # client went away or sent a broken chunked body
                     raise HttpError(400, f"could not read the request body: {exc}") from None
-                decoded = _decode(signal, body, reply_type)
+                if len(body) > OFFLOAD_BYTES:  # keep the loop answering while a big body is parsed
+                    decoded = await asyncio.get_running_loop().run_in_executor(
+                        None, _decode, signal, body, reply_type)
+                else:
+                    decoded = _decode(signal, body, reply_type)
                 del body
                 outcome = await receiver.export(signal, decoded.request, decoded.items, decoded.size)
             if outcome is not Outcome.OK:

@@ -33,6 +33,7 @@ REQUEST_TYPES: dict[str, Any] = {
     "logs": ExportLogsServiceRequest,
     "metrics": ExportMetricsServiceRequest,
 }
+OFFLOAD_BYTES = 1 << 20  # bodies bigger than this are decoded on a worker thread, not on the event loop
 _TO_LINE: dict[str, Callable[[Any], bytes]] = {"traces": traces_to_json, "logs": logs_to_json}
 
 

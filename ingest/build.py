@@ -26,7 +26,7 @@ from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.credit import EPS, advantage_stats, run_advantages
 from spanrl.ingest.rollouts import register_stage2
 from spanrl.ingest.views import read_sql
-from spanrl.transitions.snapshot import content_hash, open_snapshot, transitions_dir
+from spanrl.transitions.snapshot import clean_stale_drafts, content_hash, open_snapshot, transitions_dir
 
 ROWS_PER_PART = 50_000  # fixed, so the same rows always split into the same parts (same hash)
 CRASH_ENV = "SPANRL_TEST_CRASH_AT"
@@ -45,6 +45,7 @@ class BuildResult:
 
 def build_transitions(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None = None) -> BuildResult:
     """Build a snapshot of every complete rollout in ``cfg.data``'s lake (``con``: a prepared lake)."""
+    clean_stale_drafts(cfg.data)  # temp folders of builders killed over an hour ago (never visible)
     own = con is None
     con = con if con is not None else open_lake(cfg)
     try:

@@ -159,7 +159,12 @@ def stage_file(con: duckdb.DuckDBPyConnection, item: SpanFile, out: Path, work: 
     work.mkdir(parents=True, exist_ok=True)
     src = decode_to_json_lines(item, work / "decoded.jsonl")
     if src.exists() and src.stat().st_size and not load_fast(con, item, src, out, params):
-        load_slow(con, item, src, out, params, work)
+        try:
+            load_slow(con, item, src, out, params, work)
+        except duckdb.Error as exc:  # e.g. not UTF-8 text at all: the whole file is one reject
+            for table in ("spans", "logs"):
+                shutil.rmtree(out / table, ignore_errors=True)
+            item.rejects.append(Reject(str(item.path), 0, f"cannot read the file as OTLP JSON lines: {exc}"))
     shutil.rmtree(work, ignore_errors=True)
     return _count(con, out / "spans"), _count(con, out / "logs")
 

@@ -24,8 +24,8 @@ from spanrl.ingest.views import read_sql
 
 # (object, file under sql/ without .sql, materialise when building): dependency order. Views that are read once stay views.
 STAGE2_OBJECTS: list[tuple[str, str, bool]] = [
-    ("_trace_rollouts", "rollouts/_trace_rollouts", True),
     ("_span_tree", "rollouts/_span_tree", True),
+    ("_trace_rollouts", "rollouts/_trace_rollouts", True),
     ("_rollout_status", "rollouts/_rollout_status", True),
     ("_rollout_calls", "rollouts/_rollout_calls", True),
     ("_rollout_tasks", "rollouts/_rollout_tasks", True),

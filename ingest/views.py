@@ -73,6 +73,7 @@ def connect(data: Path, read_only: bool = True, stage2: bool = True) -> duckdb.D
     """
     lake = Path(data) / "lake"
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")  # it would print into piped CSV/JSON output
     for table in ("spans", "logs"):
         glob = lake_glob(lake, table)
         if glob is None:

@@ -129,7 +129,7 @@ def serve(data: Path, model: Path, adapter: str | None, host: str, port: int, se
 @click.option("--quick", is_flag=True, help="A few-minute smoke run (few tasks, short replies).")
 @click.option("--model", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Local base model folder (default: SmolLM2-135M-Instruct, prepared under DATA/models).")
-@click.option("--train-tasks", type=int, default=None, help="Training tasks per cycle [6].")
+@click.option("--train-tasks", type=int, default=None, help="Training tasks per cycle [4].")
 @click.option("--rollouts-per-task", type=int, default=None, help="Rollouts per training task (a group) [4].")
 @click.option("--eval-tasks", type=int, default=None, help="Held-out tasks evaluated each cycle (max 32) [16].")
 @click.option("--ingest-args", default=None, help="Extra flags for `spanrl ingest`, as one string.")

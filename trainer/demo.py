@@ -55,7 +55,7 @@ class DemoConfig:
     data: Path
     model: Path | None = None
     cycles: int = 5
-    train_tasks: int = 6  # fresh training tasks per cycle (seeded by the cycle number)
+    train_tasks: int = 4  # fresh training tasks per cycle (seeded by the cycle number)
     rollouts_per_task: int = 4  # a group per task: the group advantage needs several
     eval_tasks: int = 16  # the first tasks of the fixed held-out split (never trained on)
     temperature: float = 1.0  # training rollouts sample

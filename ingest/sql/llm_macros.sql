@@ -62,23 +62,22 @@ CREATE OR REPLACE MACRO chat_from_any(m, default_role) AS chat_message(
     coalesce(json_extract_string(m, '$.kwargs.tool_call_id'), json_extract_string(m, '$.tool_call_id'),
              CASE WHEN default_role = 'tool' THEN json_extract_string(m, '$.id') END));
 
--- GenAI >= 1.37 parts ({"type":"text"|"tool_call"|"tool_call_response", ...}).
+-- GenAI >= 1.37 messages ([{"role", "parts": [{"type": "text"|"tool_call"|"tool_call_response", ...}],
+-- "finish_reason"}]) are cast once to a struct list (one JSON parse), then handled as structs.
+CREATE OR REPLACE MACRO genai_messages(j) AS try_cast(j AS STRUCT(
+    "role" VARCHAR, parts STRUCT("type" VARCHAR, "content" VARCHAR, id VARCHAR, "name" VARCHAR,
+                                 arguments JSON, response JSON, result JSON)[], finish_reason VARCHAR)[]);
 CREATE OR REPLACE MACRO parts_text(m) AS nullif(array_to_string(list_transform(
-    list_filter(json_extract(m, '$.parts[*]'), lambda p: json_extract_string(p, '$.type') = 'text'),
-    lambda p: json_extract_string(p, '$.content')), ''), '');
+    list_filter(m.parts, lambda p: p."type" = 'text'), lambda p: p."content"), ''), '');
 CREATE OR REPLACE MACRO parts_tool_calls(m) AS to_json(list_transform(
-    list_filter(json_extract(m, '$.parts[*]'), lambda p: json_extract_string(p, '$.type') = 'tool_call'),
-    lambda p: chat_tool_call(json_extract_string(p, '$.id'), json_extract_string(p, '$.name'),
-                             json_text(json_extract(p, '$.arguments')))));
+    list_filter(m.parts, lambda p: p."type" = 'tool_call'),
+    lambda p: chat_tool_call(p.id, p."name", json_text(p.arguments))));
 -- one GenAI message -> a list of chat messages (a tool message holds one result per call)
 CREATE OR REPLACE MACRO parts_messages(m) AS CASE
-    WHEN len(list_filter(json_extract(m, '$.parts[*]'),
-                         lambda p: json_extract_string(p, '$.type') = 'tool_call_response')) > 0
-    THEN list_transform(list_filter(json_extract(m, '$.parts[*]'),
-                                    lambda p: json_extract_string(p, '$.type') = 'tool_call_response'),
-        lambda p: chat_message('tool', json_text(coalesce(json_extract(p, '$.response'), json_extract(p, '$.result'))),
-                               NULL, json_extract_string(p, '$.id')))
-    ELSE [chat_message(json_extract_string(m, '$.role'), parts_text(m), parts_tool_calls(m), NULL)] END;
+    WHEN len(list_filter(m.parts, lambda p: p."type" = 'tool_call_response')) > 0
+    THEN list_transform(list_filter(m.parts, lambda p: p."type" = 'tool_call_response'),
+        lambda p: chat_message('tool', json_text(coalesce(p.response, p.result)), NULL, p.id))
+    ELSE [chat_message(m."role", parts_text(m), parts_tool_calls(m), NULL)] END;
 
 -- Tool definitions: OpenAI {"type":"function","function":{...}} or flat {"type","name","parameters"}.
 CREATE OR REPLACE MACRO chat_tools(j) AS nullif(to_json(list_transform(json_extract(j, '$[*]'),

@@ -110,3 +110,14 @@ def test_disk_full_is_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
             return await call(target, make_traces(1))
 
     assert run(go()) == grpc.StatusCode.UNAVAILABLE
+
+
+def test_big_message_over_the_default_4_mib_grpc_limit(tmp_path: Path) -> None:
+    big = make_traces(6, attrs={"gen_ai.input.messages": "z" * (1024 * 1024)})  # ~6 MB
+
+    async def go() -> grpc.StatusCode:
+        async with inprocess_collector(tmp_path) as (_, _h, target):
+            return await call(target, big)
+
+    assert run(go()) == grpc.StatusCode.OK
+    assert lines(tmp_path) == [traces_to_json(big)]

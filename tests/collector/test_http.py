@@ -260,3 +260,16 @@ def test_stop_drains_in_flight_requests(tmp_path: Path, monkeypatch: pytest.Monk
     statuses, refused = run(go())
     assert statuses == [200] * 20 and refused
     assert len(lines(tmp_path)) == 20
+
+
+def test_big_batch_is_decoded_off_the_event_loop_and_written(tmp_path: Path) -> None:
+    big = make_traces(4, attrs={"gen_ai.input.messages": "y" * (600 * 1024)})  # ~2.4 MB: over OFFLOAD_BYTES
+
+    async def go() -> list[int]:
+        async with inprocess_collector(tmp_path) as (_, http, _g), aiohttp.ClientSession() as s:
+            return [(await post(s, http + "/v1/traces", big.SerializeToString()))[0],
+                    (await post(s, http + "/v1/traces", gzip.compress(traces_to_json(big)), "application/json",
+                                **{"Content-Encoding": "gzip"}))[0]]
+
+    assert run(go()) == [200, 200]
+    assert lines(tmp_path) == [traces_to_json(big)] * 2

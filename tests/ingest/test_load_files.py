@@ -219,3 +219,17 @@ def test_empty_lake_and_no_input(tmp_path) -> None:
     con = connect(tmp_path, stage2=False)
     assert con.execute("SELECT count(*) FROM llm_calls").fetchone()[0] == 0
     assert con.execute("SELECT count(*) FROM tool_calls").fetchone()[0] == 0
+
+
+def test_binary_garbage_is_one_reject_not_a_crash(tmp_path) -> None:
+    write_lines(tmp_path / "otel" / CLOSED, [one_span_line("ok")])
+    (tmp_path / "otel" / "traces-2026-01-05T00-00-00.000.jsonl").write_bytes(b'{"resourceSpans":\xff\xfe\x00garbage\n')
+    s = ingest(tmp_path)
+    assert s.spans == 1 and s.rejects == 1
+
+
+def test_input_glob_and_directory(tmp_path) -> None:
+    write_lines(tmp_path / "elsewhere" / "a-2026-01-01T00-00-00.000.jsonl", [one_span_line("a")])
+    write_lines(tmp_path / "elsewhere" / "b-2026-01-01T00-00-00.000.json", [one_span_line("b")])
+    assert ingest(tmp_path / "d1", input=str(tmp_path / "elsewhere" / "*.jsonl")).spans == 1
+    assert ingest(tmp_path / "d2", input=str(tmp_path / "elsewhere")).spans == 2

@@ -134,3 +134,31 @@ def test_task_identity(tmp_path: Path) -> None:
     tasks = dict(con.execute("SELECT rollout_id, task_id FROM rollouts").fetchall())
     assert tasks[a] == tasks[b] and tasks[a].startswith("msg:")
     assert tasks[c] == "T-9" and tasks[d] == "row-3"
+
+
+def test_one_trace_holding_several_rollouts(tmp_path: Path) -> None:
+    """An eval harness wraps every episode in one outer span: each keyed episode is its own rollout,
+    complete once it is settled even though the outer span has not arrived yet."""
+    lake = FakeLake(tmp_path)
+    tr = new_id(32)
+    outer = new_id()  # the harness span: still running, not exported
+    for k, reward in enumerate([1.0, 0.0]):
+        ep = lake.span(tr, "episode", k * 1000, k * 1000 + 900, outer, attributes={"spanrl.rollout_id": f"ep{k}"})
+        lake.llm_call(tr, k * 1000 + 10, k * 1000 + 100, ep, [user(f"q{k}")], assistant("a"), agent="a")
+        lake.span(tr, "spanrl.reward", k * 1000 + 800, k * 1000 + 800, ep, attributes={"spanrl.reward": reward})
+    con, _ = _run(lake)
+    got = con.execute("SELECT rollout_id, trace_ids, n_llm_calls, final_reward, complete FROM rollouts "
+                      "ORDER BY rollout_id").fetchall()
+    assert got == [("ep0", [tr], 1, 1.0, True), ("ep1", [tr], 1, 0.0, True)]
+
+
+def test_unkeyed_wrapper_joins_the_traces_only_key(tmp_path: Path) -> None:
+    """An HTTP server root above the keyed agent span: the whole trace is the session's rollout."""
+    lake = FakeLake(tmp_path)
+    tr = new_id(32)
+    http = lake.span(tr, "POST /chat", 0, 2000)
+    agent = lake.span(tr, "invoke_agent a", 10, 1900, http, attributes={"session.id": "s9"})
+    lake.llm_call(tr, 20, 100, agent, [user("q")], assistant("a"), agent="a")
+    lake.span(tr, "spanrl.reward", 1950, 1950, http, attributes={"spanrl.reward": 0.5})  # emitted at the root
+    con, _ = _run(lake, rollout_key="session.id")
+    assert con.execute("SELECT rollout_id, final_reward, complete FROM rollouts").fetchall() == [("s9", 0.5, True)]

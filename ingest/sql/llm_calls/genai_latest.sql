@@ -4,14 +4,15 @@
 -- the gen_ai.client.inference.operation.details log event). OpenLLMetry >= 0.55 writes the same.
 WITH src AS (
     SELECT trace_id, span_id, scope_name, attributes AS a, 'span' AS origin FROM spans
-    WHERE json_exists(attributes, '$."gen_ai.input.messages"') OR json_exists(attributes, '$."gen_ai.output.messages"')
+    WHERE (contains(attributes, '"gen_ai.input.messages":') OR contains(attributes, '"gen_ai.output.messages":'))
+      AND (json_exists(attributes, '$."gen_ai.input.messages"') OR json_exists(attributes, '$."gen_ai.output.messages"'))
     UNION ALL
     SELECT trace_id, span_id, scope_name, attributes AS a, 'log' AS origin FROM logs
     WHERE event_name = 'gen_ai.client.inference.operation.details' AND span_id IS NOT NULL
 ),
 parsed AS (
-    SELECT *, json_or_text(json_extract(a, '$."gen_ai.input.messages"')) AS im,
-           json_or_text(json_extract(a, '$."gen_ai.output.messages"')) AS om,
+    SELECT *, genai_messages(json_or_text(json_extract(a, '$."gen_ai.input.messages"'))) AS im,
+           genai_messages(json_or_text(json_extract(a, '$."gen_ai.output.messages"'))) AS om,
            json_or_text(json_extract(a, '$."gen_ai.system_instructions"')) AS si,
            json_or_text(json_extract(a, '$."gen_ai.tool.definitions"')) AS td
     FROM src
@@ -21,11 +22,10 @@ SELECT trace_id, span_id,
             THEN 'openllmetry' WHEN origin = 'log' THEN 'genai_semconv_latest_event' ELSE 'genai_semconv_latest' END AS convention,
        to_json(CASE WHEN si IS NOT NULL AND json_array_length(si) > 0
                     THEN [chat_message('system', content_text(si), NULL, NULL)] ELSE [] END
-               || flatten(list_transform(json_extract(im, '$[*]'), lambda m: parts_messages(m)))) AS input_messages,
-       CASE WHEN json_array_length(om) > 0 THEN chat_message('assistant', parts_text(json_extract(om, '$[0]')),
-                                                             parts_tool_calls(json_extract(om, '$[0]')), NULL) END AS output_message,
+               || flatten(list_transform(im, lambda m: parts_messages(m)))) AS input_messages,
+       CASE WHEN len(om) > 0 THEN chat_message('assistant', parts_text(om[1]), parts_tool_calls(om[1]), NULL) END
+           AS output_message,
        chat_tools(td) AS tools,
-       coalesce(json_extract_string(om, '$[0].finish_reason'),
-                json_extract_string(a, '$."gen_ai.response.finish_reasons"[0]')) AS finish_reason,
+       coalesce(om[1].finish_reason, json_extract_string(a, '$."gen_ai.response.finish_reasons"[0]')) AS finish_reason,
        1 AS priority
 FROM parsed

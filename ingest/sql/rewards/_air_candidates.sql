@@ -10,11 +10,11 @@ WITH s AS (
            sp.status_code, sp.status_message, sp.attributes, sp.events, sp.start_ns, sp.end_ns,
            r.rollout_id,
            list_filter(TRY_CAST(CAST(coalesce(sp.events, '[]') AS JSON) AS JSON[]), lambda e: e->>'name' = 'exception') AS exc
-    FROM spans sp JOIN _trace_rollouts r USING (trace_id)
+    FROM spans sp JOIN _span_tree r USING (trace_id, span_id)
 ),
 calls AS (
     SELECT rollout_id, trace_id, span_id, end_ns, tools,
-           count(*) OVER (PARTITION BY rollout_id, CAST(input_messages AS VARCHAR)
+           count(*) OVER (PARTITION BY rollout_id, hash(CAST(input_messages AS VARCHAR))
                           ORDER BY start_ns, span_id
                           ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) > 0 AS retried
     FROM _rollout_calls

@@ -5,10 +5,10 @@
 --              spans with a plain `reward` attribute
 --   attribute  any other span carrying spanrl.reward, or OpenInference evaluations.{i}.evaluation.*
 --   event      a span event named spanrl.reward or gen_ai.evaluation.result (score.value), or the same
---              event sent as a log record (the logs table, event_name + attributes, joined by trace id)
+--              event sent as a log record (the logs table, event_name + attributes, joined by span, else trace)
 -- target_span_id is the span the reward hangs on (the reward span's parent, else the span itself).
 WITH s AS (
-    SELECT sp.*, r.rollout_id FROM spans sp JOIN _trace_rollouts r USING (trace_id)
+    SELECT sp.*, r.rollout_id FROM spans sp JOIN _span_tree r USING (trace_id, span_id)
 ),
 spanrl AS (
     SELECT trace_id, span_id, rollout_id,
@@ -71,13 +71,14 @@ events AS (
     WHERE e->>'name' IN ('spanrl.reward', 'gen_ai.evaluation.result')
 ),
 log_events AS (
-    SELECT l.trace_id, l.span_id, r.rollout_id,
+    SELECT l.trace_id, l.span_id, coalesce(st.rollout_id, r.rollout_id) AS rollout_id,
            coalesce(l.attributes->>'spanrl.reward.name', l.attributes->>'gen_ai.evaluation.name', 'reward') AS name,
            spanrl_reward_value(coalesce(l.attributes->>'spanrl.reward',
                                         l.attributes->>'gen_ai.evaluation.score.value')) AS value,
            'event' AS source, l.time_ns AS ts_ns, l.span_id AS target_span_id,
            coalesce(l.attributes->>'spanrl.reward.name', '') = 'primary' AS is_primary
     FROM logs l JOIN _trace_rollouts r USING (trace_id)
+    LEFT JOIN _span_tree st ON st.trace_id = l.trace_id AND st.span_id = l.span_id
     WHERE l.event_name IN ('spanrl.reward', 'gen_ai.evaluation.result')
 )
 SELECT * FROM spanrl WHERE value IS NOT NULL

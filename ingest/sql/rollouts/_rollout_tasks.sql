@@ -5,7 +5,7 @@ WITH keyed AS (
     SELECT r.rollout_id,
            min(spanrl_attr(sp.attributes, sp.resource, 'spanrl.task_id')) AS spanrl_task,
            min(spanrl_attr(sp.attributes, sp.resource, getvariable('spanrl_task_key'))) AS key_task
-    FROM spans sp JOIN _trace_rollouts r USING (trace_id)
+    FROM spans sp JOIN _span_tree r USING (trace_id, span_id)
     GROUP BY r.rollout_id
 ),
 first_call AS (  -- the first call (tree order) that can hold a user message; parsed once per rollout

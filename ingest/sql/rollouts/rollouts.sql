@@ -18,11 +18,11 @@ calls AS (
 ),
 tools AS (
     SELECT r.rollout_id, count(*) AS n_tool_calls
-    FROM tool_calls tc JOIN _trace_rollouts r USING (trace_id) GROUP BY r.rollout_id
+    FROM tool_calls tc JOIN _span_tree r USING (trace_id, span_id) GROUP BY r.rollout_id
 ),
 errors AS (
-    SELECT r.rollout_id, count(*) FILTER (WHERE spanrl_is_error(sp.status_code)) AS n_errors
-    FROM spans sp JOIN _trace_rollouts r USING (trace_id) GROUP BY r.rollout_id
+    SELECT rollout_id, count(*) FILTER (WHERE spanrl_is_error(status_code)) AS n_errors
+    FROM _span_tree GROUP BY rollout_id
 )
 SELECT st.rollout_id, t.task_id, st.trace_ids,
        coalesce(c.agent_names, []) AS agent_names,
