@@ -27,7 +27,7 @@ STAGE2_OBJECTS: list[tuple[str, str, bool]] = [
     ("_span_tree", "rollouts/_span_tree", True),
     ("_trace_rollouts", "rollouts/_trace_rollouts", True),
     ("_rollout_status", "rollouts/_rollout_status", True),
-    ("_rollout_calls", "rollouts/_rollout_calls", True),
+    ("_rollout_calls", "rollouts/_rollout_calls", False),
     ("_rollout_tasks", "rollouts/_rollout_tasks", True),
     ("_explicit_rewards", "rewards/_explicit_rewards", False),
     ("_feedback_rewards", "rewards/_feedback_rewards", True),
@@ -72,6 +72,8 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materiali
     set_variables(con, cfg)
     files = load_feedback(con, cfg.data)
     rules = load_air_rules(cfg.config_file)
+    if materialize:
+        _materialize_stage1(con)
     for name, path, heavy in STAGE2_OBJECTS:
         _create(con, name, "TABLE" if materialize and heavy else "VIEW", read_sql(path))
         if name == _AIR_AFTER:
@@ -102,6 +104,16 @@ def _create(con: duckdb.DuckDBPyConnection, name: str, kind: str, body: str) -> 
     except duckdb.CatalogException:
         pass  # the name exists as `kind` already: CREATE OR REPLACE handles it
     con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {body}")
+
+
+def _materialize_stage1(con: duckdb.DuckDBPyConnection) -> None:
+    """Evaluate stage 1's LLM-call and tool-call views once, as temp tables of the same names.
+
+    Temp objects shadow main ones, also inside other views, so tool_calls (which reads llm_calls)
+    and every stage-2 object reuse these rows instead of re-running the convention SQL each time.
+    """
+    for name in ("llm_calls", "tool_calls"):
+        _create(con, name, "TABLE", f"SELECT * FROM main.{name}")
 
 
 def _missing_stage1(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -58,8 +58,10 @@ class DemoConfig:
     train_tasks: int = 4  # fresh training tasks per cycle (seeded by the cycle number)
     rollouts_per_task: int = 4  # a group per task: the group advantage needs several
     eval_tasks: int = 16  # the first tasks of the fixed held-out split (never trained on)
-    temperature: float = 1.0  # training rollouts sample
-    eval_temperature: float = 0.0  # held-out rollouts are greedy: less noise between cycles
+    # The agent's sampling temperature, for training rollouts and held-out ones alike: the held-out
+    # score measures the agent as it runs (greedy measures only the mode; see docs/demo.md).
+    temperature: float = 0.7
+    eval_temperature: float | None = None  # None: the same as temperature
     max_tokens: int = 48
     concurrency: int = 64
     max_batch: int = 32  # the server's batch: all concurrent rollouts of a phase in one generate call
@@ -245,7 +247,7 @@ def start_agent(tasks: Path, out: Path, split: str, cfg: DemoConfig, env: dict[s
     cmd = [sys.executable, str(agent_dir() / "agent.py"), "--tasks", str(tasks), "--out", str(out),
            "--split", split, "--agent-name", TRAIN_AGENT if train else EVAL_AGENT, "--run-id", run_id,
            "--rollouts", str(cfg.rollouts_per_task if train else 1),
-           "--temperature", str(cfg.temperature if train else cfg.eval_temperature),
+           "--temperature", str(cfg.temperature if train or cfg.eval_temperature is None else cfg.eval_temperature),
            "--max-tokens", str(cfg.max_tokens), "--concurrency", str(cfg.concurrency)]
     log_dir.mkdir(parents=True, exist_ok=True)
     with open(log_dir / f"agent-{split}.log", "ab") as log:

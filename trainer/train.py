@@ -96,7 +96,9 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True) ->
     if not seqs:
         raise InputError(
             f"snapshot {snapshot_id}: no trainable transitions ({stats.summary()}); "
-            + ("loosen --sft-min-return/--sft-top-k" if cfg.loss == "sft" and stats.sft_dropped else "check the snapshot rows")
+            + ("loosen --sft-min-return/--sft-top-k" if cfg.loss == "sft" and stats.sft_dropped
+               else "the model's chat template failed on the text rows (does its tokenizer have one?)"
+               if stats.template_error else "check the snapshot rows")
         )
     epochs = cfg.resolved_epochs
     steps = plan_steps(seqs, cfg.rollouts_per_step, epochs, cfg.seed, cfg.loss_agg, cfg.tokens_per_batch)
@@ -133,7 +135,7 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True) ->
     bar = _Progress(len(steps), enabled=progress and rank == 0)
     response_tokens = 0
     for n, step in enumerate(steps):
-        t_step = time.time()
+        t_step, cpu_step = time.time(), time.process_time()
         lr = _lr_at(done_rollouts, total_rollouts, cfg.resolved_lr, cfg.lr_schedule)
         for group in opt.param_groups:
             group["lr"] = lr
@@ -157,7 +159,8 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True) ->
         opt.zero_grad(set_to_none=True)
         done_rollouts += step.n_rollouts
         response_tokens += int(sums[1])
-        row = _metrics_row(n, lr, step.n_rollouts, float(grad_norm), sums, maxes, time.time() - t_step)
+        row = _metrics_row(n, lr, step.n_rollouts, float(grad_norm), sums, maxes, time.time() - t_step,
+                           time.process_time() - cpu_step)
         metrics.append(row)
         bar.advance(row)
     bar.close()
@@ -306,9 +309,11 @@ def _all_reduce_cpu(torch: Any, tensor: Any, device: Any, op: Any = None) -> Non
     tensor.copy_(work.cpu())
 
 
-def _metrics_row(n: int, lr: float, rollouts: int, grad_norm: float, sums: Any, maxes: Any, seconds: float) -> dict[str, Any]:
+def _metrics_row(n: int, lr: float, rollouts: int, grad_norm: float, sums: Any, maxes: Any, seconds: float,
+                 cpu_seconds: float) -> dict[str, Any]:
     row: dict[str, Any] = {"step": n + 1, "lr": lr, "rollouts": rollouts, "loss": float(sums[0]),
                            "response_tokens": int(sums[1]), "grad_norm": grad_norm, "seconds": round(seconds, 4),
+                           "cpu_s": round(cpu_seconds, 4),
                            "tokens_per_s": round(float(sums[1]) / max(seconds, 1e-9), 1)}
     for k, key in enumerate(SUM_KEYS):
         if sums[3 + 2 * k] > 0:

@@ -18,56 +18,67 @@ WITH RECURSIVE conv AS MATERIALIZED (
 ),
 members AS (
     SELECT c.trace_id, c.span_id, c.convention, c.priority, c.input_messages, c.output_message, c.tools,
+           c.provider, c.model, c.finish_reason, c.input_tokens, c.output_tokens, c.temperature, c.response_id,
            s.parent_span_id, s.start_ns, s.end_ns, s.service_name, s.kind, s.status_code, s.attributes AS a,
-           coalesce(c.provider, json_extract_string(s.attributes, '$."gen_ai.provider.name"'),
-                    json_extract_string(s.attributes, '$."gen_ai.system"'), json_extract_string(s.attributes, '$."llm.provider"'),
-                    json_extract_string(s.attributes, '$."llm.system"')) AS m_provider,
-           coalesce(json_extract_string(s.attributes, '$."gen_ai.request.model"'), c.model,
-                    json_extract_string(s.attributes, '$."gen_ai.response.model"')) AS m_model,
-           coalesce(c.finish_reason, json_extract_string(s.attributes, '$."gen_ai.response.finish_reasons"[0]')) AS m_finish,
-           coalesce(try_cast(json_extract(s.attributes, '$."gen_ai.usage.input_tokens"') AS BIGINT),
-                    try_cast(json_extract(s.attributes, '$."gen_ai.usage.prompt_tokens"') AS BIGINT), c.input_tokens) AS m_input_tokens,
-           coalesce(try_cast(json_extract(s.attributes, '$."gen_ai.usage.output_tokens"') AS BIGINT),
-                    try_cast(json_extract(s.attributes, '$."gen_ai.usage.completion_tokens"') AS BIGINT), c.output_tokens) AS m_output_tokens,
-           coalesce(try_cast(json_extract(s.attributes, '$."gen_ai.request.temperature"') AS DOUBLE), c.temperature) AS m_temperature,
-           max(coalesce(c.response_id, json_extract_string(s.attributes, '$."gen_ai.response.id"')))
-               OVER (PARTITION BY c.trace_id, c.span_id) AS rid
+           -- one parse of the attributes for every value read here
+           json_extract_string(s.attributes, ['$."gen_ai.provider.name"', '$."gen_ai.system"', '$."llm.provider"',
+               '$."llm.system"', '$."gen_ai.request.model"', '$."gen_ai.response.model"',
+               '$."gen_ai.response.finish_reasons"[0]', '$."gen_ai.usage.input_tokens"', '$."gen_ai.usage.prompt_tokens"',
+               '$."gen_ai.usage.output_tokens"', '$."gen_ai.usage.completion_tokens"', '$."gen_ai.request.temperature"',
+               '$."gen_ai.response.id"']) AS x
     FROM conv AS c JOIN spans AS s ON s.trace_id = c.trace_id AND s.span_id = c.span_id
+),
+member_values AS (
+    SELECT *,
+           coalesce(provider, x[1], x[2], x[3], x[4]) AS m_provider,
+           coalesce(x[5], model, x[6]) AS m_model,
+           coalesce(finish_reason, x[7]) AS m_finish,
+           coalesce(try_cast(x[8] AS BIGINT), try_cast(x[9] AS BIGINT), input_tokens) AS m_input_tokens,
+           coalesce(try_cast(x[10] AS BIGINT), try_cast(x[11] AS BIGINT), output_tokens) AS m_output_tokens,
+           coalesce(try_cast(x[12] AS DOUBLE), temperature) AS m_temperature,
+           max(coalesce(response_id, x[13])) OVER (PARTITION BY trace_id, span_id) AS rid,
+           CASE WHEN contains(a, 'token_ids') OR contains(a, 'spanrl.response_logprobs') THEN a END AS token_attrs
+    FROM members
 ),
 span_keys AS (
     SELECT DISTINCT trace_id, span_id, rid, CASE WHEN rid IS NOT NULL THEN 'r:' || rid ELSE 's:' || span_id END AS own_key
-    FROM members
+    FROM member_values
 ),
 grouped AS (
-    SELECT m.*,
+    SELECT m.* EXCLUDE (a, x),
            CASE WHEN p.span_id IS NOT NULL AND (p.rid IS NULL OR m.rid IS NULL OR p.rid = m.rid) THEN p.own_key
-                ELSE k.own_key END AS call_key
-    FROM members AS m
+                ELSE k.own_key END AS call_key,
+           {'no_messages': m.input_messages IS NULL, 'server': m.kind = 'SERVER', 'priority': m.priority,
+            'start': m.start_ns, 'span': m.span_id} AS rank_key
+    FROM member_values AS m
     JOIN span_keys AS k ON k.trace_id = m.trace_id AND k.span_id = m.span_id
     LEFT JOIN span_keys AS p ON p.trace_id = m.trace_id AND p.span_id = m.parent_span_id
 ),
-ranked AS (
-    SELECT *,
-           row_number() OVER w_order AS rn,
-           any_value(attr_int_list(a, 'spanrl.prompt_token_ids', 'prompt_token_ids')) OVER w AS g_prompt_ids,
-           any_value(attr_int_list(a, 'spanrl.response_token_ids', 'response_token_ids')) OVER w AS g_response_ids,
-           any_value(try_cast(json_or_text(json_extract(a, '$."spanrl.response_logprobs"')) AS FLOAT[])) OVER w AS g_logprobs,
-           any_value(input_messages) OVER w AS g_inputs,
-           any_value(output_message) OVER w AS g_output,
-           any_value(tools) OVER w AS g_tools,
-           any_value(rid) OVER w AS g_rid,
-           any_value(m_provider) OVER w AS g_provider,
-           any_value(m_model) OVER w AS g_model,
-           any_value(m_finish) OVER w AS g_finish,
-           any_value(m_input_tokens) OVER w AS g_input_tokens,
-           any_value(m_output_tokens) OVER w AS g_output_tokens,
-           any_value(m_temperature) OVER w AS g_temperature
+calls AS MATERIALIZED (  -- one row per call: the best-ranked member, filled in from the others
+    SELECT trace_id,
+           arg_min(span_id, rank_key) AS span_id,
+           arg_min(parent_span_id, rank_key) AS parent_span_id,
+           arg_min(start_ns, rank_key) AS start_ns,
+           arg_min(end_ns, rank_key) AS end_ns,
+           arg_min(service_name, rank_key) AS service_name,
+           arg_min(convention, rank_key) AS convention,
+           coalesce(arg_min(m_provider, rank_key), any_value(m_provider)) AS provider,
+           coalesce(arg_min(m_model, rank_key), any_value(m_model)) AS model,
+           arg_min(input_messages, rank_key) AS input_messages,
+           coalesce(arg_min(output_message, rank_key), any_value(output_message)) AS output_message,
+           coalesce(arg_min(tools, rank_key), any_value(tools)) AS tools,
+           coalesce(arg_min(m_finish, rank_key), any_value(m_finish)) AS finish_reason,
+           coalesce(arg_min(m_input_tokens, rank_key), any_value(m_input_tokens)) AS input_tokens,
+           coalesce(arg_min(m_output_tokens, rank_key), any_value(m_output_tokens)) AS output_tokens,
+           any_value(attr_int_list(token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids')) AS prompt_token_ids,
+           any_value(attr_int_list(token_attrs, 'spanrl.response_token_ids', 'response_token_ids')) AS response_token_ids,
+           any_value(try_cast(json_or_text(json_extract(token_attrs, '$."spanrl.response_logprobs"')) AS FLOAT[])) AS response_logprobs,
+           coalesce(arg_min(m_temperature, rank_key), any_value(m_temperature)) AS temperature,
+           any_value(rid) AS response_id,
+           arg_min(status_code, rank_key) AS status_code
     FROM grouped
-    WINDOW w AS (PARTITION BY trace_id, call_key),
-           w_order AS (PARTITION BY trace_id, call_key
-                       ORDER BY input_messages IS NULL, kind = 'SERVER', priority, start_ns, span_id)
+    GROUP BY trace_id, call_key
 ),
-calls AS MATERIALIZED (SELECT * FROM ranked WHERE rn = 1),
 tree AS (
     SELECT s.trace_id, s.span_id, s.parent_span_id,
            coalesce(json_extract_string(s.attributes, '$."gen_ai.agent.name"'),
@@ -94,19 +105,8 @@ agents AS (
     GROUP BY ALL
 )
 SELECT c.trace_id, c.span_id, c.parent_span_id, c.start_ns, c.end_ns, c.service_name, ag.agent_name, c.convention,
-       coalesce(c.m_provider, c.g_provider) AS provider,
-       coalesce(c.m_model, c.g_model) AS model,
-       coalesce(c.input_messages, c.g_inputs) AS input_messages,
-       coalesce(c.output_message, c.g_output) AS output_message,
-       coalesce(c.tools, c.g_tools) AS tools,
-       coalesce(c.m_finish, c.g_finish) AS finish_reason,
-       coalesce(c.m_input_tokens, c.g_input_tokens) AS input_tokens,
-       coalesce(c.m_output_tokens, c.g_output_tokens) AS output_tokens,
-       c.g_prompt_ids AS prompt_token_ids,
-       c.g_response_ids AS response_token_ids,
-       c.g_logprobs AS response_logprobs,
-       coalesce(c.m_temperature, c.g_temperature) AS temperature,
-       coalesce(c.rid, c.g_rid) AS response_id,
-       c.status_code
+       c.provider, c.model, c.input_messages, c.output_message, c.tools, c.finish_reason, c.input_tokens,
+       c.output_tokens, c.prompt_token_ids, c.response_token_ids, c.response_logprobs, c.temperature,
+       c.response_id, c.status_code
 FROM calls AS c
 LEFT JOIN agents AS ag ON ag.trace_id = c.trace_id AND ag.call_span_id = c.span_id

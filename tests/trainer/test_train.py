@@ -305,3 +305,12 @@ def test_chunked_head_with_recompute_gives_the_same_gradients(model_dir: Path, t
         logp.sum().backward()
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.requires_grad]))
     assert torch.allclose(grads[0], grads[1], atol=1e-5) and grads[0].abs().sum() > 0
+
+
+def test_text_rows_without_a_chat_template_fail_clearly(model_dir: Path, tokenizer, tmp_path: Path) -> None:
+    bare = tmp_path / "bare"
+    shutil.copytree(model_dir, bare)
+    (bare / "chat_template.jinja").unlink()
+    _snapshot(tmp_path / "d", tokenizer, engine=False)
+    with pytest.raises(InputError, match="chat template"):
+        train(_cfg(bare, tmp_path / "d"), progress=False)

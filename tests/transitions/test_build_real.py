@@ -2,7 +2,7 @@
 embedded collector (A's helper), stage 1 into the lake (B), then `spanrl ingest` / `transitions build`.
 
 One agent process runs a plan of 14 rollouts (every scenario and reward form, every span exported
-twice); a second collector run adds the second half of a session-keyed rollout in another file,
+twice), three more run a small plan under the other instrumentations; a second collector run adds the second half of a session-keyed rollout in another file,
 plus delayed feedback, and a second ingest picks both up.
 """
 
@@ -43,16 +43,37 @@ PHASE1 = [
 PHASE2 = [{"scenario": "single", "session": "sess-1", "question": "second half", "reward": 1.0}]
 
 
-def _run_agents(data: Path, plan: list[dict], fake: FakeOpenAI, duplicate: bool) -> list[dict]:
-    plan_file = data.parent / f"plan-{data.name}.json"
-    plan_file.write_text(json.dumps(plan))
+# The same small plan under the other instrumentations (own processes: they patch the same client):
+# openai-v2's default mode (content in log records), OpenInference, OpenLLMetry.
+OTHERS = ["openai-v2", "openinference", "traceloop"]
+
+
+def _other_plan(inst: str) -> list[dict]:
+    return [{"scenario": "tools", "tool_error": True, "reward": 0.5, "rollout_id": f"{inst}-tools",
+             "task_id": f"{inst}-tools"},
+            {"scenario": "two_agents", "agent": "team", "reward": 1.0, "rollout_id": f"{inst}-team",
+             "task_id": f"{inst}-team"}]
+
+
+def _run_agents(data: Path, plans: dict[str, list[dict]], fake: FakeOpenAI, duplicate: bool) -> list[dict]:
+    """One agent process per instrumentation, all at once, into one collector; the rollouts of the
+    first plan (in order) are returned."""
+    procs = []
     with running_collector(data) as ep:
         env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": ep.http}
-        args = [sys.executable, "-m", "tests.transitions.rl_agent", "--base-url", fake.url, "--plan", str(plan_file)]
-        proc = subprocess.run(args + (["--duplicate"] if duplicate else []), env=env, cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-    return [json.loads(line) for line in proc.stdout.splitlines()]
+        for inst, plan in plans.items():
+            plan_file = data.parent / f"plan-{data.name}-{inst}.json"
+            plan_file.write_text(json.dumps(plan))
+            args = [sys.executable, "-m", "tests.transitions.rl_agent", "--base-url", fake.url,
+                    "--plan", str(plan_file), "--instrumentation", inst] + (["--duplicate"] if duplicate else [])
+            procs.append(subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True))
+        outs = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err[-3000:]
+            outs.append(out)
+    return [json.loads(line) for line in outs[0].splitlines()]
 
 
 def _spanrl(*args: str) -> str:
@@ -67,12 +88,13 @@ def lake(tmp_path_factory: pytest.TempPathFactory):
     base = tmp_path_factory.mktemp("real")
     data = base / "data"
     with FakeOpenAI() as fake:
-        runs = _run_agents(data, PHASE1, fake, duplicate=True)
+        runs = _run_agents(data, {"openai-v2-latest": PHASE1, **{i: _other_plan(i) for i in OTHERS}}, fake,
+                           duplicate=True)
         out1 = _spanrl("ingest", "--data", str(data), "--settle", "0s", "--rollout-key", "session.id")
         first, manifest1 = read_snapshot(data)
         # phase 2: another collector run writes another file; moved in as a rotated backup
         other = base / "other"
-        runs2 = _run_agents(other, PHASE2, fake, duplicate=False)
+        runs2 = _run_agents(other, {"openai-v2-latest": PHASE2}, fake, duplicate=False)
         (other / "otel" / "traces.jsonl").rename(data / "otel" / "traces-2030-01-01T00-00-00.000.jsonl")
     return {"data": data, "runs": runs, "runs2": runs2, "first": first, "manifest1": manifest1, "out1": out1}
 
@@ -89,7 +111,8 @@ def test_first_snapshot_shapes_rewards_and_steps(lake) -> None:
     runs = lake["runs"]
     trace = [r["trace_id"] for r in runs]
     # rollouts without reward (7, and the first half of the session) wait out of the snapshot
-    assert set(rows) == {trace[i] for i in range(14) if i not in (7, 12)}
+    assert {trace[i] for i in range(14) if i not in (7, 12)} <= set(rows)
+    assert len(rows) == 12 + 2 * len(OTHERS)
     for i in set(range(14)) - {7, 12}:
         steps = rows[trace[i]]
         assert [s["step"] for s in steps] == list(range(runs[i]["calls"])), i  # duplicates exported twice: kept once
@@ -116,7 +139,7 @@ def test_first_snapshot_shapes_rewards_and_steps(lake) -> None:
 def test_air_tool_error_hits_the_asking_call(lake) -> None:
     steps = _by_rollout(lake["first"])[lake["runs"][6]["trace_id"]]
     assert [s["step_reward"] for s in steps] == [pytest.approx(-0.2), 0.0]
-    assert lake["manifest1"]["stats"]["air_hits_by_rule"] == {"tool_error": 1}
+    assert lake["manifest1"]["stats"]["air_hits_by_rule"] == {"tool_error": 1 + len(OTHERS)}
 
 
 def test_group_and_batch_advantages(lake) -> None:
@@ -148,11 +171,15 @@ def test_agents_nesting_and_orphan_order(lake) -> None:
 def test_agent_filter_and_second_ingest(lake) -> None:
     data = str(lake["data"])
     out = _spanrl("transitions", "build", "--data", data, "--settle", "0s", "--agent", "^writer$",
-                  "--rollout-key", "session.id")
+                  "--rollout-key", "session.id", "--credit", "discounted", "--gamma", "0.5", "--advantage", "none")
     assert "snapshot" in out
     table, _ = read_snapshot(data)
     assert set(table["agent_name"].to_pylist()) == {"writer"}
-    assert table["final_reward"].to_pylist() == [0.6, 0.6] and table["n_steps"].to_pylist() == [2, 2]
+    team = _by_rollout(table)[lake["runs"][3]["trace_id"]]
+    assert [(r["step"], r["n_steps"], r["final_reward"]) for r in team] == [(0, 2, 0.6), (1, 2, 0.6)]
+    assert [r["return"] for r in team] == pytest.approx([0.3, 0.6])  # gamma^(T-1-t) * R, no AIR here
+    assert [r["advantage"] for r in team] == pytest.approx([0.3, 0.6])  # --advantage none
+    assert table.num_rows == 2 * (1 + len(OTHERS))  # every team rollout, writer calls only
     # feedback arrives (by response id, plus one unknown key) and the session's second half lands in a new file
     con = duckdb.connect()
     resp = con.execute("SELECT attributes->>'gen_ai.response.id' FROM read_parquet($g) WHERE trace_id = $t "
@@ -179,38 +206,19 @@ def test_agent_filter_and_second_ingest(lake) -> None:
     out = _spanrl("sql", "--data", data, "--format", "csv",
                   "select count(*) filter (where complete), count(*) filter (where final_reward is null), "
                   "(select count(*) from rewards where source = 'feedback') from rollouts")
-    assert out.strip().splitlines()[-1] == "14,0,2"  # 14 rollouts (15 traces), all rewarded; 2 feedback rows
+    # 14 + 6 rollouts (21 traces), all rewarded; 2 feedback rows
+    assert out.strip().splitlines()[-1] == f"{14 + 2 * len(OTHERS)},0,2"
 
 
-INSTRUMENTATIONS = ["openai-v2", "openinference", "traceloop"]
 
-
-def test_other_instrumentations_give_the_same_transitions(tmp_path: Path) -> None:
-    """The default openai-v2 mode (content in log records), OpenInference and OpenLLMetry: the same
-    agent gives the same steps, agents, AIR hit and rewards (three agent processes, one collector)."""
-    data = tmp_path / "data"
-    procs = []
-    with FakeOpenAI() as fake, running_collector(data) as ep:
-        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": ep.http}
-        for inst in INSTRUMENTATIONS:
-            plan = tmp_path / f"{inst}.json"
-            plan.write_text(json.dumps([
-                {"scenario": "tools", "tool_error": True, "reward": 0.5, "rollout_id": f"{inst}-tools"},
-                {"scenario": "two_agents", "agent": "team", "reward": 1.0, "rollout_id": f"{inst}-team"}]))
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "tests.transitions.rl_agent", "--base-url", fake.url, "--plan", str(plan),
-                 "--instrumentation", inst], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-        for proc in procs:
-            _, err = proc.communicate(timeout=120)
-            assert proc.returncode == 0, err.decode()[-3000:]
-    _spanrl("ingest", "--data", str(data), "--settle", "0s")
-    table, manifest = read_snapshot(data)
-    rows = {}
-    for row in table.to_pylist():
+def test_other_instrumentations_give_the_same_transitions(lake) -> None:
+    """The same agent under openai-v2 (log-record content), OpenInference and OpenLLMetry gives the
+    same steps, agents, AIR hit and rewards."""
+    rows: dict[str, list[dict]] = {}
+    for row in lake["first"].to_pylist():
         rows.setdefault(row["rollout_id"], []).append(row)
-    for inst in INSTRUMENTATIONS:
+    for inst in OTHERS:
         tools, team = rows[f"{inst}-tools"], rows[f"{inst}-team"]
         assert [(r["step"], r["step_reward"], r["final_reward"]) for r in tools] == [(0, -0.2, 0.5), (1, 0.0, 0.5)], inst
         assert json.loads(tools[0]["response_message"])["tool_calls"][0]["function"]["name"] == "get_weather", inst
         assert [r["agent_name"] for r in team] == ["writer", "checker", "writer"], inst
-    assert manifest["stats"]["air_hits_by_rule"] == {"tool_error": 3}
