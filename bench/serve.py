@@ -8,6 +8,7 @@ the server reports at /health, and how many outputs were token-identical across 
 
     .venv/bin/python bench/serve.py                       # tiny model, then SmolLM2-135M (demo model)
     .venv/bin/python bench/serve.py --models tiny --n 8 --rounds 5
+    .venv/bin/python bench/serve.py --models tiny demo --agents 8 --turns 4 --threads 1   # static vs continuous
 """
 
 from __future__ import annotations
@@ -83,6 +84,36 @@ def bench_model(name: str, n: int, rounds: int, max_tokens: int, work: Path, thr
     return {"sequential_s": s, "parallel_s": p, "speedup": s / p}
 
 
+def bench_agents(name: str, n: int, turns: int, work: Path, threads: int | None) -> None:
+    """N 'agents' each making ``turns`` calls one after another, reply lengths varying (8..40 tokens):
+    static batching (a batch runs until its longest row ends) vs continuous (waiting calls join it)."""
+    from spanrl.trainer.serve import ServeConfig, serve_in_background
+
+    path = _model(name, work)
+    lengths = [[8 + (7 * a + 13 * t) % 33 for t in range(turns)] for a in range(n)]
+    times = {}
+    for continuous in (False, True, False, True):
+        running = serve_in_background(ServeConfig(model=path, data=work / "data", port=0, max_batch=n, batch_wait_ms=20,
+                                                  device="auto", threads=threads, continuous_batching=continuous))
+        try:
+            with httpx.Client(timeout=600) as http, ThreadPoolExecutor(n) as pool:
+                _one(http, running.url, 0, 2)
+
+                def agent(a: int, url: str = running.url) -> int:
+                    return sum(len(_one(http, url, a * 100 + t, lengths[a][t])) for t in range(turns))
+
+                t0 = time.perf_counter()
+                tokens = sum(pool.map(agent, range(n)))
+                times.setdefault(continuous, []).append(time.perf_counter() - t0)
+                health = http.get(running.url + "/health").json()
+        finally:
+            running.stop()
+        print(f"  {'continuous' if continuous else 'static    '}: {times[continuous][-1]:.2f}s {tokens} tokens, "
+              f"generate calls {health['generate_calls']}, admitted rows {health['admitted_rows']}")
+    static, cont = min(times[False]), min(times[True])
+    print(f"{name}: {n} agents x {turns} turns: static {static:.2f}s, continuous {cont:.2f}s, x{static / cont:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["tiny", "demo"], help="tiny, demo, or a model folder")
@@ -90,9 +121,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads in the server")
+    parser.add_argument("--agents", type=int, default=0, help="instead: N agents x --turns calls, static vs continuous")
+    parser.add_argument("--turns", type=int, default=4)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models:
+            if args.agents:
+                bench_agents(name, args.agents, args.turns, Path(tmp), args.threads)
+                continue
             bench_model(name, args.n, args.rounds, args.max_tokens, Path(tmp), args.threads)
 
 

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from spanrl.errors import InputError
 from spanrl.ingest.config import ADVANTAGE_CHOICES, CREDIT_CHOICES, make_ingest_config
 from spanrl.options import data_option, parse_duration
 
@@ -96,32 +95,6 @@ def sql(data: Path, query: str | None, sql_file: Path | None, fmt: str, out: Pat
     Example:
       spanrl sql "select model, sum(output_tokens) from llm_calls group by 1"
     """
-    import sys
+    from spanrl.ingest.query import sql_command
 
-    from spanrl.ingest.query import (
-        interactive,
-        json_columns_of,
-        lake_is_empty,
-        run_query,
-        wants_stage2,
-        write_result,
-    )
-    from spanrl.ingest.views import connect
-
-    if query is not None and sql_file is not None:
-        raise InputError("give the query as an argument or with -f FILE, not both")
-    if sql_file is not None:
-        query = sql_file.read_text()
-    elif query is None and not sys.stdin.isatty():
-        query = sys.stdin.read()
-    if lake_is_empty(data):
-        click.echo(f"note: the trace lake {data / 'lake'} holds no spans or logs yet: run `spanrl ingest` "
-                   f"(reading {data / 'otel'}) first; tables are empty.", err=True)
-    con = connect(data, stage2=wants_stage2(query))
-    if query is None:
-        interactive(data, con)
-        return
-    result = run_query(data, query, con)
-    write_result(result, fmt, out, json_cols=json_columns_of(con, query))
-    if out is not None:
-        click.echo(f"{result.num_rows} row(s) written to {out}", err=True)
+    sql_command(data, query, sql_file, fmt, out)

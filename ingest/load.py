@@ -9,10 +9,12 @@ rejects and ``lake/_files.parquet`` are written. Python never loops over spans.
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +23,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from spanrl.errors import InputError
 from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.scan import (
     Reject,
@@ -223,9 +226,30 @@ def _file_record(item: SpanFile, spans: int, logs: int, now: datetime) -> dict:
             "status": "active" if item.active else "closed", "ingested_at": now}
 
 
+@contextmanager
+def lake_lock(lake: Path) -> Iterator[None]:
+    """One stage-1 run per lake at a time (two would read the same new bytes twice)."""
+    lake.mkdir(parents=True, exist_ok=True)
+    with open(lake / ".ingest.lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(f"another `spanrl ingest` is writing {lake}; wait for it to finish and run again") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def load_lake(cfg: IngestConfig, on_progress: Callable[[SpanFile, int], None] | None = None,
               on_plan: Callable[[list[SpanFile]], None] | None = None) -> LakeSummary:
     """Stage 1 of ``spanrl ingest``: every new byte of span files into the deduplicated lake."""
+    with lake_lock(cfg.data / "lake"):
+        return _load_lake(cfg, on_progress, on_plan)
+
+
+def _load_lake(cfg: IngestConfig, on_progress: Callable[[SpanFile, int], None] | None,
+               on_plan: Callable[[list[SpanFile]], None] | None) -> LakeSummary:
     t0 = time.perf_counter()
     lake = cfg.data / "lake"
     state = read_file_state(lake)

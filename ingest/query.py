@@ -185,3 +185,25 @@ def interactive(data: Path, con: duckdb.DuckDBPyConnection, stream: TextIO | Non
             write_result(run_query(data, sql, con), "table", None, stream)
         except InputError as exc:
             stream.write(f"error: {exc}\n")
+
+
+def sql_command(data: Path, query: str | None, sql_file: Path | None, fmt: str, out: Path | None) -> None:
+    """What ``spanrl sql`` does: pick the query (argument, -f FILE, piped stdin, else the prompt),
+    note an empty lake, run it read-only and write the result."""
+    if query is not None and sql_file is not None:
+        raise InputError("give the query as an argument or with -f FILE, not both")
+    if sql_file is not None:
+        query = sql_file.read_text()
+    elif query is None and not sys.stdin.isatty():
+        query = sys.stdin.read()
+    if lake_is_empty(data):
+        sys.stderr.write(f"note: the trace lake {data / 'lake'} holds no spans or logs yet: run `spanrl ingest` "
+                         f"(reading {data / 'otel'}) first; tables are empty.\n")
+    con = connect(data, stage2=wants_stage2(query))
+    if query is None:
+        interactive(data, con)
+        return
+    result = run_query(data, query, con)
+    write_result(result, fmt, out, json_cols=json_columns_of(con, query))
+    if out is not None:
+        sys.stderr.write(f"{result.num_rows} row(s) written to {out}\n")

@@ -4,13 +4,13 @@ Routes: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health`` (coun
 generate calls and batch sizes), ``POST /v1/load_lora_adapter`` / ``/v1/unload_lora_adapter``
 (vLLM-compatible). The HTTP side (aiohttp) only validates, renders the prompt and waits; the
 model lives on one worker thread (``serve_batching.Batcher``) that batches concurrent requests and
-swaps adapters between batches. Every completion gets one OTel span (``serve_tracing``).
+swaps adapters between batches. Every completion gets one OTel span (``serve_tracing``); the
+OpenAI wire format (validation, errors, logprobs, streaming) lives in ``serve_api``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 import time
@@ -22,6 +22,16 @@ from typing import Any
 from aiohttp import web
 
 from spanrl.errors import InputError
+from spanrl.trainer.serve_api import (
+    ApiError,
+    choice_params,
+    error_response,
+    json_body,
+    logprobs_content,
+    messages_and_tools,
+    parse_sampling,
+    stream_response,
+)
 from spanrl.trainer.serve_batching import DEFAULT, AdapterWatcher, Batcher, Control, Job
 from spanrl.trainer.serve_engine import Engine, SamplingParams, Sequence
 from spanrl.trainer.serve_tools import parse_tool_calls, render_prompt
@@ -51,6 +61,7 @@ class ServeConfig:
     max_tokens: int = field(default=256, metadata={"help": "Default max_tokens when a request gives none."})
     device: str = field(default="auto", metadata={"help": "auto (cuda when present), cpu or cuda[:N]."})
     threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)."})
+    continuous_batching: bool = field(default=False, metadata={"help": "Let waiting requests join a running batch between decode steps."})
     otlp_endpoint: str | None = field(default=None, metadata={"help": "OTLP/HTTP base URL for the server's spans (default: OTEL_EXPORTER_OTLP_ENDPOINT)."})
     capture_messages: bool = field(default=True, metadata={"help": "Put gen_ai.input/output.messages on the span."})
 
@@ -65,77 +76,6 @@ class ServeConfig:
             raise InputError(f"--max-tokens must be at least 1, got {self.max_tokens}")
 
 
-class ApiError(Exception):
-    """A request the client must fix: becomes an OpenAI-style error body."""
-
-    def __init__(self, message: str, status: int = 400, param: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.param = param
-
-
-def _error_response(exc: ApiError) -> web.Response:
-    kind = "invalid_request_error" if exc.status < 500 else "server_error"
-    body = {"error": {"message": str(exc), "type": kind, "param": exc.param, "code": exc.status}}
-    return web.json_response(body, status=exc.status)
-
-
-# --------------------------------------------------------------------------- request parsing
-def _number(body: dict[str, Any], key: str, default: float, lo: float, hi: float) -> float:
-    value = body.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
-        raise ApiError(f"{key} must be a number in [{lo}, {hi}], got {value!r}", param=key)
-    return float(value)
-
-
-def _integer(body: dict[str, Any], key: str, default: int | None, lo: int, hi: int) -> int | None:
-    value = body.get(key)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise ApiError(f"{key} must be an integer in [{lo}, {hi}], got {value!r}", param=key)
-    return value
-
-
-def parse_sampling(body: dict[str, Any], default_max_tokens: int) -> tuple[SamplingParams, int]:
-    """Validate the OpenAI sampling fields -> (params for one choice, n)."""
-    max_tokens = _integer(body, "max_completion_tokens", None, 1, 1 << 20)
-    max_tokens = _integer(body, "max_tokens", max_tokens or default_max_tokens, 1, 1 << 20)
-    stop = body.get("stop")
-    stops = [stop] if isinstance(stop, str) else stop or []
-    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops) or len(stops) > 4:
-        raise ApiError("stop must be a string or a list of up to 4 non-empty strings", param="stop")
-    top_logprobs = _integer(body, "top_logprobs", 0, 0, 20) or 0
-    if top_logprobs and not body.get("logprobs"):
-        raise ApiError("top_logprobs requires logprobs: true", param="top_logprobs")
-    params = SamplingParams(
-        temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
-        top_p=_number(body, "top_p", 1.0, 1e-6, 1.0),
-        max_tokens=max_tokens or default_max_tokens,
-        seed=_integer(body, "seed", None, -(1 << 63), (1 << 64) - 1),
-        stop=stops,
-        top_logprobs=top_logprobs,
-    )
-    return params, _integer(body, "n", 1, 1, 64) or 1
-
-
-def _messages_and_tools(body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise ApiError("messages must be a non-empty list of chat messages", param="messages")
-    for i, msg in enumerate(messages):
-        if not isinstance(msg, dict) or msg.get("role") not in {"system", "developer", "user", "assistant", "tool"}:
-            raise ApiError(f"messages[{i}] needs a role of system, developer, user, assistant or tool", param="messages")
-    tools = body.get("tools") or None
-    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
-        raise ApiError("tools must be a list of tool objects", param="tools")
-    if body.get("tool_choice") == "none":
-        tools = None
-    return messages, tools
-
-
 # --------------------------------------------------------------------------- the server
 class ChatServer:
     """Holds the engine, the batcher, the tracer and the aiohttp routes."""
@@ -146,7 +86,8 @@ class ChatServer:
         self.name = config.served_model_name or self.model_path.name
         self.engine = Engine(self.model_path, config.device, config.threads)
         self.watcher = _make_watcher(self.engine, config)
-        self.batcher = Batcher(self.engine, self.watcher, config.max_batch, config.batch_wait_ms / 1000.0)
+        self.batcher = Batcher(self.engine, self.watcher, config.max_batch, config.batch_wait_ms / 1000.0,
+                               continuous=config.continuous_batching)
         self.provider = make_tracer_provider(config.otlp_endpoint, span_exporter)
         self.tracer = self.provider.get_tracer("spanrl.serve")
         self.requests = 0
@@ -191,7 +132,7 @@ class ChatServer:
 
     async def load_lora(self, request: web.Request) -> web.Response:
         try:
-            body = await _json_body(request)
+            body = await json_body(request)
             name, path = body.get("lora_name"), body.get("lora_path")
             if not isinstance(name, str) or not name or not isinstance(path, str) or not path:
                 raise ApiError("load_lora_adapter needs lora_name and lora_path (strings)")
@@ -201,20 +142,20 @@ class ChatServer:
                 raise ApiError(f"The lora adapter '{name}' has already been loaded; pass load_inplace: true to replace it.")
             await self._on_model_thread(lambda: self.engine.load_adapter(name, Path(path)))
         except ApiError as exc:
-            return _error_response(exc)
+            return error_response(exc)
         except Exception as exc:
-            return _error_response(ApiError(f"loading {name!r} from {path} failed: {exc}", 400, "lora_path"))
+            return error_response(ApiError(f"loading {name!r} from {path} failed: {exc}", 400, "lora_path"))
         return web.Response(text=f"Success: LoRA adapter '{name}' added successfully.")
 
     async def unload_lora(self, request: web.Request) -> web.Response:
         try:
-            body = await _json_body(request)
+            body = await json_body(request)
             name = body.get("lora_name")
             if not isinstance(name, str) or name not in self.engine.loaded or name == self.watcher.current:
                 raise ApiError(f"no unloadable adapter named {name!r}; loaded: {sorted(self.engine.loaded)}", 404)
             await self._on_model_thread(lambda: self.engine.unload_adapter(name))
         except ApiError as exc:
-            return _error_response(exc)
+            return error_response(exc)
         return web.Response(text=f"Success: LoRA adapter '{name}' removed successfully.")
 
     async def _on_model_thread(self, action: Any) -> Any:
@@ -224,34 +165,34 @@ class ChatServer:
         self.requests += 1
         span = None
         try:
-            body = await _json_body(request)
+            body = await json_body(request)
             model = body.get("model") or self.name
             if not isinstance(model, str):
                 raise ApiError(f"model must be a string, got {model!r}", param="model")
             adapter = self._adapter_for(model)
             span = start_chat_span(self.tracer, self.name, request.headers)
             span.set_attributes(request_attributes(self.name, body, self.config.capture_messages))
-            messages, tools = _messages_and_tools(body)
+            messages, tools = messages_and_tools(body)
             params, n = parse_sampling(body, self.config.max_tokens)
             prompt_ids = self._prompt(messages, tools, params)
-            job = Job([Sequence(prompt_ids, _choice_params(params, i)) for i in range(n)], adapter)
+            job = Job([Sequence(prompt_ids, choice_params(params, i)) for i in range(n)], adapter)
             await asyncio.wrap_future(self.batcher.submit(job))
             response = self._response(body, model, job, tools is not None)
             span.set_attributes(response_attributes(response, prompt_ids, job.seqs, str(self.model_path.name),
                                                     job.adapter_used, self.config.capture_messages))
             headers = {ADAPTER_HEADER: job.adapter_used or "base"}
             if body.get("stream"):
-                return await _stream(request, response, headers, bool((body.get("stream_options") or {}).get("include_usage")))
+                return await stream_response(request, response, headers, bool((body.get("stream_options") or {}).get("include_usage")))
             return web.json_response(response, headers=headers)
         except ApiError as exc:
             self.failed += 1
             _fail(span, exc)
-            return _error_response(exc)
+            return error_response(exc)
         except Exception as exc:  # never crash on a request
             self.failed += 1
             log.exception("chat completion failed")
             _fail(span, exc)
-            return _error_response(ApiError(f"internal error: {exc}", 500))
+            return error_response(ApiError(f"internal error: {exc}", 500))
         finally:
             if span is not None:
                 span.end()
@@ -291,7 +232,7 @@ class ChatServer:
                 message["tool_calls"] = parsed.tool_calls
                 finish = "tool_calls" if finish == "stop" else finish
             choice: dict[str, Any] = {"index": i, "message": message, "finish_reason": finish,
-                                      "logprobs": _logprobs(tok, seq) if body.get("logprobs") else None}
+                                      "logprobs": logprobs_content(tok, seq) if body.get("logprobs") else None}
             if body.get("return_token_ids"):
                 choice["token_ids"] = list(seq.output_ids)
             choices.append(choice)
@@ -308,35 +249,6 @@ class ChatServer:
         return response
 
 
-def _choice_params(params: SamplingParams, index: int) -> SamplingParams:
-    """Choice i of a seeded request samples with seed + i (distinct choices, still reproducible)."""
-    seed = None if params.seed is None else params.seed + index
-    return SamplingParams(params.temperature, params.top_p, params.max_tokens, seed, list(params.stop), params.top_logprobs)
-
-
-def _logprobs(tok: Any, seq: Sequence) -> dict[str, Any]:
-    def entry(token_id: int, logprob: float) -> dict[str, Any]:
-        piece = tok.decode([token_id])
-        return {"token": piece, "logprob": logprob, "bytes": list(piece.encode("utf-8"))}
-
-    content = []
-    for i, (token_id, lp) in enumerate(zip(seq.output_ids, seq.logprobs, strict=True)):
-        item = entry(token_id, lp)
-        item["top_logprobs"] = [entry(j, v) for j, v in seq.top[i]] if seq.top else []
-        content.append(item)
-    return {"content": content, "refusal": None}
-
-
-async def _json_body(request: web.Request) -> dict[str, Any]:
-    try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ApiError(f"the request body is not valid JSON: {exc}") from exc
-    if not isinstance(body, dict):
-        raise ApiError("the request body must be a JSON object")
-    return body
-
-
 def _fail(span: Any, exc: Exception) -> None:
     if span is None:
         return
@@ -345,32 +257,6 @@ def _fail(span: Any, exc: Exception) -> None:
     span.record_exception(exc)
     span.set_status(Status(StatusCode.ERROR, str(exc)))
     span.set_attribute("error.type", type(exc).__name__)
-
-
-async def _stream(request: web.Request, response: dict[str, Any], headers: dict[str, str],
-                  include_usage: bool) -> web.StreamResponse:
-    """Server-sent events for ``stream: true``: the finished completion, sent as chunks."""
-    out = web.StreamResponse(headers={**headers, "Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-    await out.prepare(request)
-    base = {k: response[k] for k in ("id", "created", "model", "system_fingerprint")} | {"object": "chat.completion.chunk"}
-
-    async def send(payload: dict[str, Any]) -> None:
-        await out.write(f"data: {json.dumps(payload, ensure_ascii=False)}\n\n".encode())
-
-    for choice in response["choices"]:
-        message, i = choice["message"], choice["index"]
-        await send(base | {"choices": [{"index": i, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
-        if message.get("content"):
-            await send(base | {"choices": [{"index": i, "delta": {"content": message["content"]},
-                                            "logprobs": choice["logprobs"], "finish_reason": None}]})
-        for k, call in enumerate(message.get("tool_calls") or []):
-            await send(base | {"choices": [{"index": i, "delta": {"tool_calls": [{"index": k, **call}]}, "finish_reason": None}]})
-        await send(base | {"choices": [{"index": i, "delta": {}, "finish_reason": choice["finish_reason"]}]})
-    if include_usage:
-        await send(base | {"choices": [], "usage": response["usage"]})
-    await out.write(b"data: [DONE]\n\n")
-    await out.write_eof()
-    return out
 
 
 # --------------------------------------------------------------------------- wiring

@@ -14,7 +14,7 @@ import logging
 import queue
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -81,6 +81,16 @@ class AdapterWatcher:
         self._seen = wanted
         self._load(wanted, self.latest_file.parent / wanted)
 
+    def pending_change(self) -> bool:
+        """True when ``LATEST`` names an adapter not yet tried (one small file read)."""
+        if self.fixed is not None or self.latest_file is None:
+            return False
+        try:
+            wanted = self.latest_file.read_text().strip()
+        except OSError:
+            return False
+        return bool(wanted) and wanted != self._seen
+
     def _load(self, adapter_id: str, folder: Path) -> None:
         previous = self.current
         try:
@@ -101,14 +111,17 @@ class Batcher:
     """The worker thread: batches jobs, runs control actions, polls the adapter watcher."""
 
     def __init__(self, engine: Engine, watcher: AdapterWatcher, max_batch: int = 16,
-                 batch_wait: float = 0.01, idle_poll: float = 0.5) -> None:
+                 batch_wait: float = 0.01, idle_poll: float = 0.5, continuous: bool = False) -> None:
         self.engine = engine
         self.watcher = watcher
         self.max_batch = max(1, max_batch)
         self.batch_wait = max(0.0, batch_wait)
         self.idle_poll = idle_poll
+        self.continuous = continuous
         self.inbox: queue.Queue[Job | Control | None] = queue.Queue()
+        self._pending: deque[Job | Control | None] = deque()  # taken from the inbox but not run yet
         self.generate_calls = 0
+        self.admitted_rows = 0
         self.batch_sizes: Counter[int] = Counter()
         self.rows = 0
         self.failed = 0
@@ -131,8 +144,10 @@ class Batcher:
             "rows_generated": self.rows,
             "batch_sizes": {str(k): v for k, v in sorted(self.batch_sizes.items())},
             "max_batch_size": max(self.batch_sizes, default=0),
+            "admitted_rows": self.admitted_rows,
+            "continuous_batching": self.continuous,
             "failed_batches": self.failed,
-            "queued": self.inbox.qsize(),
+            "queued": self.inbox.qsize() + len(self._pending),
         }
 
     # ----------------------------------------------------------------- worker
@@ -140,7 +155,7 @@ class Batcher:
         self._safe_poll()
         while True:
             try:
-                first = self.inbox.get(timeout=self.idle_poll)
+                first = self._next(self.idle_poll)
             except queue.Empty:
                 self._safe_poll()
                 continue
@@ -157,6 +172,12 @@ class Batcher:
             if stop:
                 return
 
+    def _next(self, timeout: float) -> Job | Control | None:
+        """The oldest waiting item: first what an admission round put back, then the inbox."""
+        if self._pending:
+            return self._pending.popleft()
+        return self.inbox.get(timeout=timeout) if timeout > 0 else self.inbox.get_nowait()
+
     def _collect(self, first: Job | Control) -> tuple[list[Job], list[Control], bool]:
         jobs: list[Job] = []
         controls: list[Control] = []
@@ -171,7 +192,7 @@ class Batcher:
                 return jobs, controls, False
             remaining = deadline - time.monotonic()
             try:
-                item = self.inbox.get(timeout=remaining) if remaining > 0 else self.inbox.get_nowait()
+                item = self._next(remaining)
             except queue.Empty:
                 return jobs, controls, False
             if item is None:
@@ -207,20 +228,77 @@ class Batcher:
                 self._generate(adapter, chunk)
 
     def _generate(self, adapter: str | None, jobs: list[Job]) -> None:
+        """One engine call; each job is answered as soon as all its rows are done."""
+        owner: dict[int, Job] = {}
+        left: dict[int, int] = {}
+
+        def track(job: Job) -> None:
+            left[id(job)] = len(job.seqs)
+            owner.update((id(seq), job) for seq in job.seqs)
+
+        def on_finish(seq: Sequence) -> None:
+            job = owner.pop(id(seq), None)
+            if job is not None:
+                left[id(job)] -= 1
+                if left[id(job)] == 0 and not job.future.done():
+                    job.future.set_result(job)
+
+        admitted: list[Job] = []
+
+        def admit(live_rows: int) -> list[Sequence]:
+            new = self._admit(adapter, self.max_batch - live_rows)
+            for job in new:
+                track(job)
+            admitted.extend(new)
+            rows = sum(len(job.seqs) for job in new)
+            self.admitted_rows += rows
+            self.rows += rows
+            return [seq for job in new for seq in job.seqs]
+
+        for job in jobs:
+            track(job)
         seqs = [s for job in jobs for s in job.seqs]
+        self.generate_calls += 1  # counted up front: with early answers a client may look before we return
+        self.batch_sizes[len(seqs)] += 1
+        self.rows += len(seqs)
         try:
-            self.engine.generate(seqs, adapter)
+            self.engine.generate(seqs, adapter, admit=admit if self.continuous else None, on_finish=on_finish)
         except Exception as exc:
             self.failed += 1
             log.exception("generate failed for a batch of %d rows", len(seqs))
-            for job in jobs:
-                job.future.set_exception(exc)
+            for job in jobs + admitted:
+                if not job.future.done():
+                    job.future.set_exception(exc)
             return
-        self.generate_calls += 1
-        self.batch_sizes[len(seqs)] += 1
-        self.rows += len(seqs)
-        for job in jobs:
-            job.future.set_result(job)
+        for job in jobs + admitted:  # rows the engine never reported (e.g. a stand-in engine)
+            if not job.future.done():
+                job.future.set_result(job)
+
+    def _admit(self, adapter: str | None, free_rows: int) -> list[Job]:
+        """Continuous batching: waiting jobs for the same adapter that fit, in arrival order.
+
+        Stops at the first item that cannot join (a control action, another adapter, too many
+        rows, shutdown) and puts it back, so order is kept; admits nothing while adapters/LATEST
+        names a new adapter, so the running batch drains and the swap happens promptly.
+        """
+        if self.watcher.pending_change():
+            return []
+        out: list[Job] = []
+        while free_rows > 0:
+            try:
+                item = self._next(0)
+            except queue.Empty:
+                break
+            wanted = (self.watcher.current if item.adapter is DEFAULT else item.adapter) if isinstance(item, Job) else None
+            if not isinstance(item, Job) or wanted != adapter or len(item.seqs) > free_rows:
+                self._pending.appendleft(item)
+                break
+            if not item.future.set_running_or_notify_cancel():
+                continue  # cancelled while waiting
+            item.adapter_used = adapter
+            out.append(item)
+            free_rows -= len(item.seqs)
+        return out
 
 
 def _chunks(jobs: list[Job], max_rows: int) -> list[list[Job]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,46 +134,89 @@ class Engine:
         return contextlib.nullcontext()
 
     # ----------------------------------------------------------------- generation
-    def generate(self, seqs: list[Sequence], adapter_id: str | None) -> None:
-        """Fill ``output_ids``/``logprobs``/``finish_reason`` of every sequence, in one batch."""
+    def generate(self, seqs: list[Sequence], adapter_id: str | None,
+                 admit: Callable[[int], list[Sequence]] | None = None,
+                 on_finish: Callable[[Sequence], None] | None = None) -> None:
+        """Fill ``output_ids``/``logprobs``/``finish_reason`` of every sequence, in one batch.
+
+        ``on_finish(seq)`` is called as soon as a row ends (so its request can be answered while
+        the others go on). ``admit(live_rows)`` (continuous batching) is asked between decode steps
+        for more sequences to join the running batch; they are prefilled and merged into the KV
+        cache. Both run on this (the model) thread.
+        """
         import torch
 
         with torch.inference_mode(), self._adapter_context(adapter_id):
-            self._decode(seqs)
+            self._decode(list(seqs), admit, on_finish or (lambda _seq: None))
 
-    def _decode(self, seqs: list[Sequence]) -> None:
+    def _prefill(self, seqs: list[Sequence]):
+        """Left-padded prompts -> (last-position logits, KV cache, attention mask, next positions)."""
         import torch
 
-        rows = len(seqs)
         width = max(len(s.prompt_ids) for s in seqs)
-        ids = torch.full((rows, width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((rows, width), dtype=torch.long)
+        ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
         for i, s in enumerate(seqs):
             ids[i, width - len(s.prompt_ids):] = torch.tensor(s.prompt_ids)
             mask[i, width - len(s.prompt_ids):] = 1
         ids, mask = ids.to(self.device), mask.to(self.device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        generators = [self._generator(s.params.seed) for s in seqs]
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
-        cache, next_pos = out.past_key_values, positions[:, -1:] + 1
-        live = list(range(rows))  # which sequence each tensor row belongs to
-        for _ in range(max(s.params.max_tokens for s in seqs)):
-            tokens = self._sample_step(out.logits[:, -1, :].float(), [seqs[i] for i in live],
-                                       [generators[i] for i in live])
+        return out.logits[:, -1, :].float(), out.past_key_values, mask, positions[:, -1:] + 1
+
+    def _decode(self, seqs: list[Sequence], admit: Callable[[int], list[Sequence]] | None,
+                on_finish: Callable[[Sequence], None]) -> None:
+        import torch
+
+        logits, cache, mask, next_pos = self._prefill(seqs)
+        generators = [self._generator(s.params.seed) for s in seqs]
+        live = list(range(len(seqs)))  # which sequence each tensor row belongs to
+        done: set[int] = set()
+
+        def sample(rows: list[int], row_logits) -> list[int]:
+            tokens = self._sample_step(row_logits, [seqs[i] for i in rows], [generators[i] for i in rows])
+            for i in rows:
+                if seqs[i].finish_reason and i not in done:
+                    done.add(i)
+                    on_finish(seqs[i])
+            return tokens
+
+        while True:
+            tokens = sample(live, logits)
             keep = [k for k, i in enumerate(live) if not seqs[i].finish_reason]
-            if not keep:
-                break
-            if len(keep) < len(live) and _can_drop_rows(cache):  # finished rows stop costing compute
-                index = torch.tensor(keep, device=self.device)
+            droppable = _can_drop_rows(cache)
+            if len(keep) < len(live) and droppable:  # finished rows stop costing compute
+                index = torch.tensor(keep, dtype=torch.long, device=self.device)
                 for layer in cache.layers:
                     layer.batch_select_indices(index)
                 mask, next_pos = mask[index], next_pos[index]
                 tokens, live = [tokens[k] for k in keep], [live[k] for k in keep]
+            new = admit(len(live)) if admit is not None and droppable and _can_merge(cache) else []
+            if new:
+                first = len(seqs)
+                seqs.extend(new)
+                generators.extend(self._generator(s.params.seed) for s in new)
+                new_logits, new_cache, new_mask, new_pos = self._prefill(new)
+                rows = list(range(first, len(seqs)))
+                new_tokens = sample(rows, new_logits)
+                alive = [k for k, i in enumerate(rows) if not seqs[i].finish_reason]
+                if alive:
+                    index = torch.tensor(alive, dtype=torch.long, device=self.device)
+                    for layer in new_cache.layers:
+                        layer.batch_select_indices(index)
+                    if live:
+                        mask, next_pos = _merge_rows(cache, mask, next_pos, new_cache, new_mask[index], new_pos[index])
+                    else:
+                        cache, mask, next_pos = new_cache, new_mask[index], new_pos[index]
+                    tokens += [new_tokens[k] for k in alive]
+                    live += [rows[k] for k in alive]
+            if all(seqs[i].finish_reason for i in live):
+                return
             step = torch.tensor(tokens, dtype=torch.long, device=self.device)[:, None]
             mask = torch.cat([mask, torch.ones((len(live), 1), dtype=mask.dtype, device=self.device)], dim=1)
             out = self.model(input_ids=step, attention_mask=mask, position_ids=next_pos,
                              past_key_values=cache, use_cache=True)
-            next_pos = next_pos + 1
+            logits, next_pos = out.logits[:, -1, :].float(), next_pos + 1
 
     def _generator(self, seed: int | None):
         import torch
@@ -241,6 +285,33 @@ def _can_drop_rows(cache: Any) -> bool:
     """Plain per-layer KV caches (DynamicCache) can drop finished rows; others keep them as padding."""
     layers = getattr(cache, "layers", None)
     return bool(layers) and all(hasattr(layer, "batch_select_indices") for layer in layers)
+
+
+def _can_merge(cache: Any) -> bool:
+    """New rows can join only a plain DynamicCache (full-attention layers holding keys/values)."""
+    layers = getattr(cache, "layers", None)
+    return bool(layers) and all(type(layer).__name__ == "DynamicLayer" and getattr(layer, "keys", None) is not None
+                                for layer in layers)
+
+
+def _merge_rows(cache: Any, mask, next_pos, new_cache: Any, new_mask, new_pos):
+    """Append the rows of ``new_cache`` to ``cache`` (in place), left-padding the shorter history.
+
+    Padded key/value slots are zeros under a zero attention mask, so they are never attended to;
+    positions are per row, so the rotary phases already in the cache stay right.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    old_len, new_len = mask.shape[1], new_mask.shape[1]
+    width = max(old_len, new_len)
+    for layer, new_layer in zip(cache.layers, new_cache.layers, strict=True):
+        layer.keys = torch.cat([F.pad(layer.keys, (0, 0, width - old_len, 0)),
+                                F.pad(new_layer.keys, (0, 0, width - new_len, 0))], dim=0)
+        layer.values = torch.cat([F.pad(layer.values, (0, 0, width - old_len, 0)),
+                                  F.pad(new_layer.values, (0, 0, width - new_len, 0))], dim=0)
+    mask = torch.cat([F.pad(mask, (width - old_len, 0)), F.pad(new_mask, (width - new_len, 0))], dim=0)
+    return mask, torch.cat([next_pos, new_pos], dim=0)
 
 
 def _nucleus(dist, top_p, greedy):

@@ -18,6 +18,7 @@ Telemetry goes over OTLP to ``$OTEL_EXPORTER_OTLP_ENDPOINT`` (e.g. ``running_col
   openinference      openinference-instrumentation-openai (``llm.input_messages.{i}.message.*``)
   traceloop          Traceloop's opentelemetry-instrumentation-openai (OpenLLMetry)
   none               no LLM instrumentation (only the agent's own spans)
+  a,b                two at once (e.g. ``openinference,openai-v2-latest``): every call is recorded twice
 --scenario
   single   one call: system + user -> text
   tools    user -> tool call -> the agent runs the tool -> tool result -> final text (2 calls)
@@ -110,7 +111,8 @@ def instrument(name: str, tracer_provider, logger_provider) -> None:
 
         OpenAIInstrumentor().instrument(tracer_provider=tracer_provider)
     elif name != "none":
-        raise SystemExit(f"unknown --instrumentation {name}")
+        raise SystemExit(f"unknown --instrumentation {name}: use openai-v2, openai-v2-latest, openinference, "
+                         "traceloop or none")
 
 
 def run_tool(tracer, call, args: argparse.Namespace) -> str:
@@ -161,7 +163,8 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--base-url", required=True, help="The fake (or real) OpenAI-compatible /v1 URL.")
     p.add_argument("--instrumentation", default="openai-v2",
-                   choices=["openai-v2", "openai-v2-latest", "openinference", "traceloop", "none"])
+                   help="openai-v2 | openai-v2-latest | openinference | traceloop | none; a comma list "
+                        "instruments twice (e.g. openinference,openai-v2-latest: one call, two spans)")
     p.add_argument("--scenario", default="tools", choices=["single", "tools", "multi"])
     p.add_argument("--model", default="fake-model")
     p.add_argument("--question", default="What is the weather in Paris?")
@@ -176,9 +179,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--protocol", default="http", choices=["http", "grpc"])
     args = p.parse_args(argv)
 
-    _set_mode_env(args.instrumentation)
+    names = args.instrumentation.split(",")
+    for name in names:
+        _set_mode_env(name)
     tracer_provider, logger_provider = setup_telemetry(args)
-    instrument(args.instrumentation, tracer_provider, logger_provider)
+    for name in names:
+        instrument(name, tracer_provider, logger_provider)
 
     import openai
 

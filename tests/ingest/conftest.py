@@ -22,6 +22,7 @@ REAL_RUNS = [
     ("openai-v2-latest", "tools", []),
     ("openinference", "multi", []),
     ("traceloop", "tools", ["--tool-spans", "--tool-error"]),
+    ("openinference,openai-v2-latest", "single", []),  # one call, recorded by two libraries
 ]
 
 

@@ -127,6 +127,11 @@ def lake(tmp_path_factory):
             "traceloop.span.kind": "tool", "traceloop.entity.name": "search", "traceloop.entity.input": "{}",
             "traceloop.entity.output": "nothing"}),
     ], service="tl"))
+    # Agent Lightning's plain token-id attributes on a span no other convention claims
+    tid3 = new_trace_id()
+    traces["agent_lightning"] = tid3
+    lines.append(trace_line([span("vllm.completion", tid3, new_span_id(), attrs={
+        "prompt_token_ids": [7, 8], "response_token_ids": [9], "gen_ai.response.id": "al-1"})], service="al"))
     write_lines(data / "otel" / "traces-2026-01-01T00-00-00.000.jsonl", lines)
     assert ingest(data).rejects == 0
     con = connect(data, stage2=False)
@@ -178,3 +183,10 @@ def test_traceloop_agent_and_tool_linked_by_order(lake) -> None:
     tools = con.execute("SELECT span_id, llm_span_id, tool_name, result, status_code FROM tool_calls WHERE trace_id = ?",
                         [traces["traceloop_agent"]]).fetchall()
     assert len(tools) == 1 and tools[0][1:] == (row["span_id"], "search", "nothing", "ERROR")
+
+
+def test_agent_lightning_token_ids_alone_are_a_call(lake) -> None:
+    _, rows, traces = lake
+    (row,) = rows[traces["agent_lightning"]]
+    assert row["convention"] == "token_ids" and row["input_messages"] is None
+    assert (row["prompt_token_ids"], row["response_token_ids"], row["response_id"]) == ([7, 8], [9], "al-1")

@@ -233,3 +233,12 @@ def test_input_glob_and_directory(tmp_path) -> None:
     write_lines(tmp_path / "elsewhere" / "b-2026-01-01T00-00-00.000.json", [one_span_line("b")])
     assert ingest(tmp_path / "d1", input=str(tmp_path / "elsewhere" / "*.jsonl")).spans == 1
     assert ingest(tmp_path / "d2", input=str(tmp_path / "elsewhere")).spans == 2
+
+
+def test_a_second_concurrent_run_is_refused(tmp_path) -> None:
+    from spanrl.errors import InputError
+    from spanrl.ingest.load import lake_lock
+
+    with lake_lock(tmp_path / "lake"), pytest.raises(InputError, match="another `spanrl ingest`"):
+        ingest(tmp_path)
+    assert ingest(tmp_path).files == 0  # the lock is released afterwards

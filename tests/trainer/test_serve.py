@@ -155,7 +155,7 @@ def test_tool_call_reply_parsed_end_to_end(client: openai.OpenAI, served, monkey
     forced = engine.tokenizer('Let me add.\n<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 40}}\n'
                               "</tool_call>", add_special_tokens=False)["input_ids"]
 
-    def fake_decode(seqs) -> None:
+    def fake_decode(seqs, *_callbacks) -> None:
         for s in seqs:
             s.output_ids, s.logprobs, s.raw_logprobs = forced + [engine.tokenizer.eos_token_id], [0.0] * (len(forced) + 1), [0.0] * (len(forced) + 1)
             s.finish_reason = "stop"
@@ -250,7 +250,8 @@ def test_adapter_hot_reload_mid_traffic(model_dir: Path, tmp_path: Path) -> None
     adapters.mkdir(parents=True)
     _write_adapter(model_dir, adapters / "cycle-0001", seed=1)  # on disk; LATEST not written yet
     _write_adapter(model_dir, adapters / "cycle-0002", seed=2)
-    config = ServeConfig(model=model_dir, data=data, adapter="LATEST", port=0, max_tokens=4, device="cpu")
+    config = ServeConfig(model=model_dir, data=data, adapter="LATEST", port=0, max_tokens=4, device="cpu",
+                         continuous_batching=True)  # admission must not starve the swap
     running = serve_in_background(config)
     seen: list[tuple[str, str, list[float]]] = []
     errors: list[str] = []
@@ -342,3 +343,38 @@ def test_stop_strings_cut_the_reply(client: openai.OpenAI) -> None:
     stop = text[starts[0]:starts[0] + 2]
     cut = client.chat.completions.create(model=NAME, messages=HELLO, temperature=0, max_tokens=12, stop=[stop]).choices[0]
     assert cut.finish_reason == "stop" and cut.message.content == text[:text.find(stop)]
+
+
+def test_rows_joining_a_running_batch_decode_like_alone(model_dir: Path) -> None:
+    """Continuous batching: rows prefilled mid-flight and merged into the KV cache (shorter and
+    longer histories, a row that ends at once, a batch that empties) give the tokens they give alone."""
+    from spanrl.trainer.serve_engine import Engine, SamplingParams, Sequence
+    from spanrl.trainer.serve_tools import render_prompt
+
+    engine = Engine(model_dir, "cpu")
+    texts = ["hi", "What is the weather in Paris today? It is sunny and 21 degrees, tell me more", "add 12 and 30",
+             "x" * 40, "Hello!"]
+    settings = [(0.0, 1.0, 30), (1.0, 0.9, 20), (0.7, 1.0, 7), (1.2, 0.5, 1), (0.0, 1.0, 12)]
+
+    def make(i: int) -> Sequence:
+        temperature, top_p, max_tokens = settings[i]
+        prompt = render_prompt(engine.tokenizer, [{"role": "user", "content": texts[i]}], None)
+        return Sequence(prompt, SamplingParams(temperature=temperature, top_p=top_p, seed=i, max_tokens=max_tokens))
+
+    alone = [make(i) for i in range(5)]
+    for seq in alone:
+        engine.generate([seq], None)
+    for plan in ({2: [1], 4: [2, 3], 9: [4]}, {1: [1, 2, 3, 4]}):
+        joined, calls, finished = {0: make(0)}, [0], []
+
+        def admit(_live: int, plan=plan, joined=joined, calls=calls) -> list[Sequence]:
+            calls[0] += 1
+            new = {i: make(i) for i in plan.get(calls[0], [])}
+            joined.update(new)
+            return list(new.values())
+
+        engine.generate([joined[0]], None, admit=admit, on_finish=finished.append)
+        assert [joined[i].output_ids for i in range(5)] == [s.output_ids for s in alone]
+        for i in range(5):
+            assert joined[i].logprobs == pytest.approx(alone[i].logprobs, abs=1e-4)
+        assert len(finished) == 5 and finished[0] is joined[3]  # max_tokens=1: answered first

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import torch
 
@@ -90,17 +91,16 @@ class _StubEngine:
         self.loaded: dict[str, str] = {}
         self.fail_next = False
 
-    def generate(self, seqs: list[Sequence], adapter_id: str | None) -> None:
+    def generate(self, seqs: list[Sequence], adapter_id: str | None, admit=None, on_finish=None) -> None:
         if self.fail_next:
             self.fail_next = False
             raise RuntimeError("out of memory")
         for s in seqs:
             s.output_ids, s.finish_reason = s.prompt_ids[::-1], "stop"
+            on_finish(s)
 
 
 def test_batcher_skips_cancelled_jobs_and_survives_engine_errors() -> None:
-    import threading
-
     from spanrl.trainer.serve_batching import AdapterWatcher, Batcher, Control
 
     engine = _StubEngine()
@@ -122,5 +122,55 @@ def test_batcher_skips_cancelled_jobs_and_survives_engine_errors() -> None:
         assert isinstance(failed.exception(timeout=10), RuntimeError)
         after = batcher.submit(Job([Sequence([6, 7], SamplingParams())]))
         assert after.result(timeout=10).seqs[0].output_ids == [7, 6] and batcher.failed == 1
+    finally:
+        batcher.stop()
+
+
+class _SteppingEngine(_StubEngine):
+    """Decodes in 3 'steps', asking ``admit`` for more rows between them; pauses after step 1."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused, self.resume = threading.Event(), threading.Event()
+        self.calls: list[list[list[int]]] = []
+
+    def generate(self, seqs: list[Sequence], adapter_id: str | None, admit=None, on_finish=None) -> None:
+        rows, seen = list(seqs), []
+        for step in range(3):
+            if step == 1 and not self.paused.is_set():
+                self.paused.set()
+                self.resume.wait(10)
+            rows += admit(len(rows)) if admit else []
+        for s in rows:
+            s.output_ids, s.finish_reason = [adapter_id is not None], "stop"
+            seen.append(s.prompt_ids)
+            on_finish(s)
+        self.calls.append(seen)
+
+
+def test_continuous_batching_admits_waiting_jobs_in_order() -> None:
+    from spanrl.trainer.serve_batching import AdapterWatcher, Batcher, Control
+
+    engine = _SteppingEngine()
+    engine.loaded["lora"] = "a_lora"
+    batcher = Batcher(engine, AdapterWatcher(engine), max_batch=4, batch_wait=0.0, idle_poll=0.05,  # type: ignore[arg-type]
+                      continuous=True)
+    batcher.start()
+    try:
+        first = batcher.submit(Job([Sequence([1], SamplingParams())]))
+        assert engine.paused.wait(10)
+        joins = batcher.submit(Job([Sequence([2], SamplingParams()), Sequence([3], SamplingParams())]))
+        other = batcher.submit(Job([Sequence([4], SamplingParams())], adapter="lora"))  # another adapter: waits
+        late = batcher.submit(Job([Sequence([5], SamplingParams())]))  # behind it: order is kept
+        ran = batcher.submit(Control(lambda: "control ran"))
+        engine.resume.set()
+        for fut in (first, joins, other, late):
+            fut.result(timeout=10)
+        assert ran.result(timeout=10) == "control ran"
+        assert engine.calls[0] == [[1], [2], [3]]  # the waiting job joined the running batch
+        assert [1] in engine.calls[0] and [4] not in engine.calls[0] and [5] not in engine.calls[0]
+        assert other.result().adapter_used == "lora" and joins.result().adapter_used is None
+        stats = batcher.stats()
+        assert stats["admitted_rows"] == 2 and stats["rows_generated"] == 5
     finally:
         batcher.stop()

@@ -1,0 +1,44 @@
+"""The recorded real-instrumentation files in tests/data/ingest/captured (no processes started):
+llm_calls must hold exactly what the fake server saw, for every instrumentation."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from spanrl.ingest.views import connect
+from tests.ingest.conftest import ingest
+from tests.ingest.test_real_instrumentation import CONVENTION, norm_message
+
+CAPTURED = Path(__file__).resolve().parents[1] / "data" / "ingest" / "captured"
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory):
+    data = tmp_path_factory.mktemp("captured")
+    (data / "otel").mkdir()
+    for f in CAPTURED.glob("*.jsonl"):
+        shutil.copy(f, data / "otel" / f.name)
+    s = ingest(data)
+    assert (s.rejects, s.spans) == (0, 36) and s.logs == 16  # 4 instrumentations x 9 spans; openai-v2 events
+    con = connect(data, stage2=False)
+    cols = [d[0] for d in con.execute("SELECT * FROM llm_calls LIMIT 0").description]
+    rows = {r[cols.index("response_id")]: dict(zip(cols, r, strict=True))
+            for r in con.execute("SELECT * FROM llm_calls").fetchall()}
+    return rows, json.loads((CAPTURED / "exchanges.json").read_text())
+
+
+def test_every_captured_call_matches_the_server(captured) -> None:
+    rows, exchanges = captured
+    assert len(rows) == len(exchanges) == 16
+    for req, resp in exchanges:
+        row = rows[resp["id"]]
+        assert row["convention"] == CONVENTION[row["service_name"]]
+        assert (row["model"], row["input_tokens"], row["output_tokens"]) == (
+            req["model"], resp["usage"]["prompt_tokens"], resp["usage"]["completion_tokens"])
+        assert [norm_message(m) for m in json.loads(row["input_messages"])] == [norm_message(m) for m in req["messages"]]
+        assert norm_message(json.loads(row["output_message"])) == norm_message(resp["choices"][0]["message"])
+        assert row["agent_name"] == "weather-agent"
