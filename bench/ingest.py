@@ -87,6 +87,12 @@ def _trace_spans(n: int, t0: int) -> list[dict]:
                   "endTimeUnixNano": str(t0 + 7_100_000_000),
                   "attributes": [_kv("gen_ai.operation.name", "execute_tool"), _kv("gen_ai.tool.name", "search")],
                   "status": {}})
+    # the run's outcome, as spanrl.emit_reward records it: a span named spanrl.reward under the root
+    spans.append({"traceId": tid, "spanId": os.urandom(8).hex(), "parentSpanId": root, "flags": 256,
+                  "name": "spanrl.reward", "kind": 1, "startTimeUnixNano": str(t0 + 8_900_000_000),
+                  "endTimeUnixNano": str(t0 + 8_900_000_000),
+                  "attributes": [_kv("spanrl.reward", float(n % 5) / 4), _kv("spanrl.task_id", f"task-{n % 50}")],
+                  "status": {}})
     return spans
 
 

@@ -109,10 +109,13 @@ def _create(con: duckdb.DuckDBPyConnection, name: str, kind: str, body: str) -> 
 def _materialize_stage1(con: duckdb.DuckDBPyConnection) -> None:
     """Evaluate stage 1's LLM-call and tool-call views once, as temp tables of the same names.
 
+    ``_llm_spans`` (the candidate spans every convention reads) comes first: one scan of the lake
+    instead of one per convention.
+
     Temp objects shadow main ones, also inside other views, so tool_calls (which reads llm_calls)
     and every stage-2 object reuse these rows instead of re-running the convention SQL each time.
     """
-    for name in ("llm_calls", "tool_calls"):
+    for name in ("_llm_spans", "llm_calls", "tool_calls"):
         _create(con, name, "TABLE", f"SELECT * FROM main.{name}")
 
 

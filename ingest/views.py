@@ -99,6 +99,8 @@ def connect(data: Path, read_only: bool = True, stage2: bool = True) -> duckdb.D
 def register_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     """Create view ``name`` from ``ingest/sql/<name>.sql`` if that file exists (True when it did)."""
     if name == "llm_calls":
+        # the cheap pre-filter every convention reads (the builder materialises it once)
+        con.execute(f"CREATE OR REPLACE VIEW _llm_spans AS {read_sql('llm_spans')}")
         for conv in LLM_CONVENTIONS:
             if sql_exists(f"llm_calls/{conv}"):
                 con.execute(f"CREATE OR REPLACE VIEW llm_calls_{conv} AS {read_sql(f'llm_calls/{conv}')}")

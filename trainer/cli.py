@@ -92,14 +92,16 @@ def train(data: Path, model: Path, snapshot: str | None, loss: str | None, out: 
               help="How long a request waits for others to batch with.")
 @click.option("--max-tokens", default=256, show_default=True, type=int, help="Default max_tokens per request.")
 @click.option("--device", default="auto", show_default=True, help="auto (cuda when present), cpu or cuda[:N].")
-@click.option("--threads", default=None, type=int, help="torch CPU threads (default: torch's choice).")
+@click.option("--threads", default=None, type=int, help="torch CPU threads (default: torch's choice; 1 is best on a busy small box).")
+@click.option("--continuous-batching/--static-batching", default=True, show_default=True,
+              help="Waiting requests join the running batch between decode steps (static: they wait for it to end).")
 @click.option("--otlp-endpoint", default=None,
               help="OTLP/HTTP base URL for the server's own spans (default: $OTEL_EXPORTER_OTLP_ENDPOINT; none: no export).")
 @click.option("--capture-messages/--no-capture-messages", default=True, show_default=True,
               help="Record gen_ai.input/output.messages on the server's spans (token ids are always recorded).")
 def serve(data: Path, model: Path, adapter: str | None, host: str, port: int, served_model_name: str | None,
           max_batch: int, batch_wait_ms: float, max_tokens: int, device: str, threads: int | None,
-          otlp_endpoint: str | None,
+          continuous_batching: bool, otlp_endpoint: str | None,
           capture_messages: bool) -> None:
     """OpenAI-compatible chat server (transformers + peft) that traces its own token ids.
 
@@ -118,7 +120,8 @@ def serve(data: Path, model: Path, adapter: str | None, host: str, port: int, se
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     config = ServeConfig(model=model, data=data, adapter=adapter, host=host, port=port,
                          served_model_name=served_model_name, max_batch=max_batch, batch_wait_ms=batch_wait_ms,
-                         max_tokens=max_tokens, device=device, threads=threads, otlp_endpoint=otlp_endpoint,
+                         max_tokens=max_tokens, device=device, threads=threads,
+                         continuous_batching=continuous_batching, otlp_endpoint=otlp_endpoint,
                          capture_messages=capture_messages)
     run_server(config)
 

@@ -61,7 +61,7 @@ class ServeConfig:
     max_tokens: int = field(default=256, metadata={"help": "Default max_tokens when a request gives none."})
     device: str = field(default="auto", metadata={"help": "auto (cuda when present), cpu or cuda[:N]."})
     threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)."})
-    continuous_batching: bool = field(default=False, metadata={"help": "Let waiting requests join a running batch between decode steps."})
+    continuous_batching: bool = field(default=True, metadata={"help": "Let waiting requests join a running batch between decode steps."})
     otlp_endpoint: str | None = field(default=None, metadata={"help": "OTLP/HTTP base URL for the server's spans (default: OTEL_EXPORTER_OTLP_ENDPOINT)."})
     capture_messages: bool = field(default=True, metadata={"help": "Put gen_ai.input/output.messages on the span."})
 

@@ -2,7 +2,9 @@
 
 Requests arrive from the event loop as ``Job``s. The worker takes the first waiting job, keeps
 collecting for up to ``batch_wait`` seconds (or until ``max_batch`` rows), groups the jobs by the
-adapter they asked for, and runs one ``Engine.generate`` per group. Between batches (and every
+adapter they asked for, and runs one ``Engine.generate`` per group. Each job is answered as soon as
+its own rows end; with ``continuous`` batching, jobs that arrive meanwhile (same adapter, rows
+free) join the running batch between decode steps instead of waiting for it. Between batches (and every
 ``idle_poll`` seconds when idle) it asks the ``AdapterWatcher`` whether ``adapters/LATEST`` moved and
 loads the new adapter *there*, on the same thread: no request is ever in flight during a swap, none
 is dropped, and each job records the adapter version that actually produced it.

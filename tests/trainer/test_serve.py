@@ -183,7 +183,8 @@ def test_concurrent_requests_are_batched(served) -> None:
     after = httpx.get(base + "/health").json()
     calls = after["generate_calls"] - before["generate_calls"]
     assert after["rows_generated"] - before["rows_generated"] == 8
-    assert calls < 8 and after["max_batch_size"] >= 2, after
+    admitted = after["admitted_rows"] - before["admitted_rows"]  # rows that joined a running batch
+    assert calls < 8 and (after["max_batch_size"] >= 2 or admitted >= 1), after
 
 
 def test_traceparent_makes_the_server_span_a_child(client: openai.OpenAI, served) -> None:

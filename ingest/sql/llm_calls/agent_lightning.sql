@@ -5,6 +5,7 @@
 SELECT trace_id, span_id, 'token_ids' AS convention,
        NULL::JSON AS input_messages, NULL::JSON AS output_message, NULL::JSON AS tools, NULL AS finish_reason,
        9 AS priority
-FROM spans
-WHERE json_exists(attributes, '$."spanrl.prompt_token_ids"') OR json_exists(attributes, '$."spanrl.response_token_ids"')
-   OR json_exists(attributes, '$.prompt_token_ids') OR json_exists(attributes, '$.response_token_ids')
+FROM _llm_spans
+WHERE contains(CAST(attributes AS VARCHAR), 'token_ids')  -- cheap test before the JSON lookups
+  AND (json_exists(attributes, '$."spanrl.prompt_token_ids"') OR json_exists(attributes, '$."spanrl.response_token_ids"')
+   OR json_exists(attributes, '$.prompt_token_ids') OR json_exists(attributes, '$.response_token_ids'))

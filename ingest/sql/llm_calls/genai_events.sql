@@ -6,7 +6,7 @@
 -- A span with no content events still gives a row (content off): its messages are NULL.
 WITH calls AS (
     SELECT trace_id, span_id, events
-    FROM spans
+    FROM _llm_spans
     WHERE (attributes->>'gen_ai.operation.name' IN ('chat', 'text_completion', 'generate_content')
            OR attributes->>'llm.request.type' IN ('chat', 'completion'))
       AND NOT contains(attributes, '"gen_ai.input.messages":')  -- >= 1.37 content: genai_latest.sql

@@ -3,7 +3,7 @@
 -- OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental + content SPAN_ONLY; structured values in
 -- the gen_ai.client.inference.operation.details log event). OpenLLMetry >= 0.55 writes the same.
 WITH src AS (
-    SELECT trace_id, span_id, scope_name, attributes AS a, 'span' AS origin FROM spans
+    SELECT trace_id, span_id, scope_name, attributes AS a, 'span' AS origin FROM _llm_spans
     WHERE (contains(attributes, '"gen_ai.input.messages":') OR contains(attributes, '"gen_ai.output.messages":'))
       AND (json_exists(attributes, '$."gen_ai.input.messages"') OR json_exists(attributes, '$."gen_ai.output.messages"'))
     UNION ALL

@@ -7,7 +7,7 @@ WITH src AS (
     SELECT trace_id, span_id, attributes AS a,
            json_or_text(json_extract(attributes, '$."gen_ai.prompt"')) AS pj,
            json_or_text(json_extract(attributes, '$."gen_ai.completion"')) AS cj
-    FROM spans
+    FROM _llm_spans
     WHERE json_type(json_extract(attributes, '$."gen_ai.prompt"')) = 'VARCHAR'
       AND (json_exists(attributes, '$."langsmith.span.kind"') OR json_type(json_or_text(json_extract(attributes, '$."gen_ai.prompt"'))) IN ('OBJECT', 'ARRAY'))
 ),

@@ -5,7 +5,7 @@ WITH src AS (
     SELECT trace_id, span_id, attributes AS a,
            json_or_text(json_extract(attributes, '$.request_data')) AS rq,
            json_or_text(json_extract(attributes, '$.response_data')) AS rs
-    FROM spans
+    FROM _llm_spans
     WHERE json_exists(attributes, '$.request_data')
       AND coalesce(json_extract_string(attributes, '$."logfire.span_type"'), '') <> 'pending_span'
 )

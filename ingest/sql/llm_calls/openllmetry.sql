@@ -4,7 +4,7 @@
 -- (>= 0.55 writes gen_ai.input.messages: see genai_latest.sql.)
 WITH src AS (
     SELECT trace_id, span_id, attributes AS a, json_keys(attributes) AS ks
-    FROM spans
+    FROM _llm_spans
     WHERE json_exists(attributes, '$."gen_ai.prompt.0.role"') OR json_exists(attributes, '$."gen_ai.prompt.0.content"')
        OR json_exists(attributes, '$."gen_ai.completion.0.role"')
 )

@@ -5,7 +5,7 @@
 WITH src AS (
     SELECT trace_id, span_id, attributes AS a,
            json_or_text(json_extract(attributes, '$."ai.prompt.messages"')) AS pm
-    FROM spans WHERE json_exists(attributes, '$."ai.prompt.messages"')
+    FROM _llm_spans WHERE json_exists(attributes, '$."ai.prompt.messages"')
 ),
 msgs AS (
     SELECT *, flatten(list_transform(json_extract(pm, '$[*]'), lambda m: CASE

@@ -9,7 +9,10 @@ WITH s AS (
     SELECT sp.trace_id, sp.span_id, nullif(sp.parent_span_id, '') AS parent_span_id, sp.name, sp.kind,
            sp.status_code, sp.status_message, sp.attributes, sp.events, sp.start_ns, sp.end_ns,
            r.rollout_id,
-           list_filter(TRY_CAST(CAST(coalesce(sp.events, '[]') AS JSON) AS JSON[]), lambda e: e->>'name' = 'exception') AS exc
+           list_filter(TRY_CAST(CAST(coalesce(sp.events, '[]') AS JSON) AS JSON[]), lambda e: e->>'name' = 'exception') AS exc,
+           -- one parse of the attributes for the agent test below
+           json_extract_string(sp.attributes, ['$."gen_ai.operation.name"', '$."openinference.span.kind"',
+                                               '$."traceloop.span.kind"', '$."gen_ai.agent.name"']) AS ak
     FROM spans sp JOIN _span_tree r USING (trace_id, span_id)
 ),
 calls AS (
@@ -35,10 +38,8 @@ joined AS (
            spanrl_args_valid(t.arguments, t.tool_schema) AS args_valid,
            c.span_id IS NOT NULL AS is_llm_call,
            coalesce(c.retried, false) AS retried,
-           coalesce(s.attributes->>'gen_ai.operation.name' = 'invoke_agent'
-                    OR s.attributes->>'openinference.span.kind' = 'AGENT'
-                    OR s.attributes->>'traceloop.span.kind' = 'agent'
-                    OR s.attributes->>'gen_ai.agent.name' IS NOT NULL, false) AS is_agent,
+           coalesce(s.ak[1] = 'invoke_agent' OR s.ak[2] = 'AGENT' OR s.ak[3] = 'agent' OR s.ak[4] IS NOT NULL,
+                    false) AS is_agent,
            coalesce(len(s.exc) > 0, false) AS has_exception,
            spanrl_is_error(s.status_code) AS is_error,
            coalesce(list_min(list_transform(s.exc, lambda e: spanrl_event_ns(e))), s.start_ns) AS anchor_ns
@@ -46,7 +47,7 @@ joined AS (
     LEFT JOIN tools t USING (trace_id, span_id)
     LEFT JOIN calls c USING (trace_id, span_id)
 )
-SELECT j.* EXCLUDE (exc),
+SELECT j.* EXCLUDE (exc, ak),
        CASE WHEN j.is_llm_call THEN j.span_id ELSE coalesce(j.llm_span_id, prev.span_id) END AS target_span_id
 FROM joined j
 ASOF LEFT JOIN (SELECT rollout_id, span_id, end_ns FROM calls) prev

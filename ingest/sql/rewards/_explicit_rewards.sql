@@ -19,7 +19,8 @@ spanrl AS (
            CASE WHEN name = 'spanrl.reward' THEN nullif(parent_span_id, '') ELSE span_id END AS target_span_id,
            coalesce(attributes->>'spanrl.reward.name', '') = 'primary' AS is_primary
     FROM s
-    WHERE attributes->>'spanrl.reward' IS NOT NULL
+    WHERE contains(CAST(attributes AS VARCHAR), 'spanrl.reward')  -- cheap test first: most spans have none
+      AND attributes->>'spanrl.reward' IS NOT NULL
 ),
 agl_keys AS (
     SELECT trace_id, span_id, rollout_id, end_ns, parent_span_id, attributes,
@@ -46,7 +47,8 @@ oi_keys AS (
     SELECT trace_id, span_id, rollout_id, end_ns, attributes,
            regexp_extract(unnest(json_keys(attributes)), '^evaluations\.(\d+)\.evaluation\.score$', 1) AS idx
     FROM s
-    WHERE list_contains(list_transform(json_keys(attributes), lambda k: starts_with(k, 'evaluations.')), true)
+    WHERE contains(CAST(attributes AS VARCHAR), 'evaluations.')  -- cheap test before listing the keys
+      AND list_contains(list_transform(json_keys(attributes), lambda k: starts_with(k, 'evaluations.')), true)
 ),
 openinference AS (
     SELECT trace_id, span_id, rollout_id,

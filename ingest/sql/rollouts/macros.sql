@@ -15,8 +15,15 @@ CREATE OR REPLACE MACRO spanrl_reward_value(v) AS
     END;
 
 -- An attribute looked up on the span first, then on its resource (NULL when key is NULL).
+-- Speed: a key whose text is absent from the JSON cannot be in it, so the cheap substring test
+-- skips the JSON parse for most spans (keys with '"', '\' or non-ASCII may be escaped: always parsed).
+CREATE OR REPLACE MACRO spanrl_json_key(j, key) AS CASE
+    WHEN j IS NULL OR key IS NULL THEN NULL
+    WHEN contains(CAST(j AS VARCHAR), key) OR contains(key, '"') OR contains(key, '\')
+         OR strlen(key) <> length(key)
+    THEN json_extract_string(j, key) END;
 CREATE OR REPLACE MACRO spanrl_attr(attributes, resource, key) AS
-    coalesce(json_extract_string(attributes, key), json_extract_string(resource, key));
+    coalesce(spanrl_json_key(attributes, key), spanrl_json_key(resource, key));
 
 -- Event timestamp in ns, tolerant of the field spellings OTLP JSON and stage 1 may use.
 CREATE OR REPLACE MACRO spanrl_event_ns(e) AS

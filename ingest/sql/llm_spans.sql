@@ -1,0 +1,14 @@
+-- _llm_spans: the spans that can be an LLM call under some convention of llm_calls/*.sql, found by a
+-- cheap substring test on the attributes text (no JSON parse). Every convention file reads this
+-- instead of `spans`, so the JSON work runs on candidates only; the snapshot builder materialises it
+-- once per build (one scan of the lake's attributes instead of one per convention).
+-- The test must stay a superset of every convention's own WHERE: a convention that keys on an
+-- attribute not matched here must add its key below. Keys are plain ASCII, so they appear verbatim
+-- in the JSON text.
+SELECT * FROM spans
+WHERE contains(CAST(attributes AS VARCHAR), 'gen_ai.')                   -- GenAI semconv, OpenLLMetry, LangSmith
+   OR contains(CAST(attributes AS VARCHAR), 'llm.')                      -- OpenInference llm.*, llm.request.type
+   OR contains(CAST(attributes AS VARCHAR), 'openinference.span.kind')
+   OR contains(CAST(attributes AS VARCHAR), 'ai.prompt.messages')        -- Vercel AI SDK
+   OR contains(CAST(attributes AS VARCHAR), 'request_data')              -- Logfire
+   OR contains(CAST(attributes AS VARCHAR), 'token_ids')                 -- DESIGN §8, Agent Lightning
