@@ -4,7 +4,8 @@
 
 Generates collector-style span files (closed, rotated names; 512 spans per line like a batch
 processor; one agent trace = invoke_agent + 3 chat spans with ~1 KB gen_ai.input.messages + 1 tool
-span), then in separate processes (so peak RSS is each run's own):
+span + 1 ``spanrl.reward`` span carrying ``spanrl.task_id``, so the full chain writes a snapshot),
+then in separate processes (so peak RSS is each run's own):
   * baseline:  DuckDB COPY (FROM read_ndjson(files)) TO x.parquet (the same threads / memory limit and
                preserve_insertion_order = false, without which it runs out of memory at 4x 200k spans)
   * stage 1:   spanrl ingest --no-transitions  (files -> deduplicated lake)
@@ -150,8 +151,22 @@ def bench_size(root: Path, n_spans: int, memory_limit: str, full: bool) -> dict:
     if full:
         shutil.rmtree(data / "lake")
         row["full"] = measure([*spanrl, "--settle", "0s"])
+        row["snapshot"] = _snapshot_rows(data)
+        # stage 2 alone: the same command again finds no new file (stage 1 is a no-op) and
+        # rebuilds every transition (the snapshot comes out unchanged, so nothing is written)
+        row["stage2"] = measure([*spanrl, "--settle", "0s"])
     shutil.rmtree(data)
     return row
+
+
+def _snapshot_rows(data: Path) -> int:
+    """Rows of the snapshot the full chain wrote (0 when it wrote none)."""
+    latest = data / "transitions" / "LATEST"
+    if not latest.is_file():
+        return 0
+    manifest = json.loads((data / "transitions" / latest.read_text().strip() / "manifest.json").read_text())
+    counts = manifest.get("row_counts") or manifest.get("rows") or {}
+    return counts.get("transitions", 0) if isinstance(counts, dict) else int(counts)
 
 
 def report(row: dict) -> None:
@@ -159,12 +174,15 @@ def report(row: dict) -> None:
     print(f"\n{row['spans']:,} spans, {row['files']} files, {row['mb']:.0f} MB")
     print(f"  {'run':<28}{'seconds':>9}{'spans/s':>12}{'MB/s':>8}{'ratio':>7}{'peak RSS MB':>13}")
     for name, key in (("duckdb COPY read_ndjson", "baseline"), ("spanrl ingest (stage 1)", "stage1"),
-                      ("spanrl ingest (full chain)", "full")):
+                      ("spanrl ingest (full chain)", "full"), ("  stage 2 alone (re-run)", "stage2")):
         if key not in row:
             continue
         r = row[key]
         print(f"  {name:<28}{r['seconds']:>9.1f}{row['spans'] / r['seconds']:>12,.0f}{row['mb'] / r['seconds']:>8.1f}"
               f"{b['seconds'] / r['seconds']:>7.2f}{r['rss_mb']:>13,.0f}")
+    if "full" in row:
+        print(f"  stage 2 = full - stage 1: {row['full']['seconds'] - row['stage1']['seconds']:.1f} s; "
+              f"snapshot rows: {row['snapshot']:,}")
 
 
 def main() -> None:
@@ -190,7 +208,8 @@ def main() -> None:
         print(f"  (size done in {time.perf_counter() - t:.0f}s)")
     if len(rows) == 2:
         a, b = rows
-        print(f"\npeak RSS 4x/1x: stage 1 {b['stage1']['rss_mb'] / a['stage1']['rss_mb']:.2f}, "
+        full = (f", full chain {b['full']['rss_mb'] / a['full']['rss_mb']:.2f}" if "full" in a else "")
+        print(f"\npeak RSS 4x/1x: stage 1 {b['stage1']['rss_mb'] / a['stage1']['rss_mb']:.2f}{full}, "
               f"baseline {b['baseline']['rss_mb'] / a['baseline']['rss_mb']:.2f}")
     if args.dir is None:
         shutil.rmtree(root, ignore_errors=True)

@@ -1,14 +1,21 @@
 """bench/train: response tokens/s of ``spanrl train --loss sft`` vs TRL's SFTTrainer (DESIGN §9).
 
-Same base model, same LoRA (r=16, alpha=32, all linear layers), same token sequences (the
-transitions are rendered once by spanrl's data path and the very same ids, with a completion mask,
-are handed to TRL), same batch (8 sequences per optimizer step, one micro-batch), same lr and
-number of steps, fp32 on CPU, no gradient checkpointing on either side. Each side runs in its own
-subprocess (so its peak RSS is its own), one after the other in this invocation; the figure is
-the ratio, which a noisy shared machine leaves stable.
+Same base model, same LoRA (r=16, alpha=32, all linear layers but the head), same token sequences
+(the transitions are rendered once by spanrl's data path and the very same ids, with a completion
+mask, are handed to TRL), same optimizer step (8 sequences, lr 2e-4, AdamW betas (0.9, 0.99),
+grad clip 1.0, token-mean loss), same number of steps, fp32 on CPU, no gradient checkpointing on
+either side. TRL runs one padded batch of 8 per step (its defaults: pad to the longest, full
+logits); spanrl splits the same 8 into length-bucketed micro-batches of ``--tokens-per-batch``
+padded tokens and computes log-probs at response positions only. Lengths are ``varied`` by
+default (spread over [L/4, L], as agent calls are), ``fixed`` on request.
+
+Each side runs in its own subprocess (so its peak RSS is its own), alternating for ``--rounds``;
+the best round of each side counts. Figures: response tokens per wall second and per CPU second
+of the training steps (setup excluded on both sides); on a machine shared with other jobs the
+CPU-second figure is the stable one, hence 1 thread per side by default.
 
     .venv/bin/python bench/train.py                 # tiny model, then the demo model (SmolLM2-135M)
-    .venv/bin/python bench/train.py --models tiny --steps 20
+    .venv/bin/python bench/train.py --models tiny --steps 20 --lengths fixed
 """
 
 from __future__ import annotations
@@ -149,10 +156,12 @@ def prepare(name: str, work: Path, steps: int, batch: int, seq_len: int, varied:
     return model, data
 
 
-def run_worker(side: str, model: Path, data: Path, steps: int, batch: int, seq_len: int, budget: int) -> dict:
+def run_worker(side: str, model: Path, data: Path, steps: int, batch: int, seq_len: int, budget: int,
+               threads: int) -> dict:
     cmd = [sys.executable, __file__, "--worker", side, "--model-dir", str(model), "--data", str(data),
            "--steps", str(steps), "--batch", str(batch), "--seq-len", str(seq_len), "--tokens-per-batch", str(budget)]
-    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise SystemExit(f"{side} worker failed:\n{out.stderr[-4000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -164,7 +173,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=None, help="optimizer steps per side (default 20 tiny, 3 demo)")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq-len", type=int, default=256)
-    ap.add_argument("--tokens-per-batch", type=int, default=1024, help="spanrl micro-batch budget (padded tokens)")
+    ap.add_argument("--tokens-per-batch", type=int, default=512, help="spanrl micro-batch budget (padded tokens)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads per side (1: stable figures on a shared machine; CPU time is what counts)")
     ap.add_argument("--lengths", choices=["varied", "fixed"], default="varied",
                     help="varied: lengths spread over [L/4, L] like agent calls; fixed: every sequence L tokens")
     ap.add_argument("--rounds", type=int, default=2, help="alternate the two sides this often; best of each counts")
@@ -179,7 +190,7 @@ def main() -> None:
         print(json.dumps(res))
         return
     print(f"bench/train: {a.batch} sequences/step, {a.lengths} lengths <= {a.seq_len} tokens, LoRA r=16 all-linear, "
-          f"fp32 CPU, spanrl --tokens-per-batch {a.tokens_per_batch}, best of {a.rounds} alternating rounds")
+          f"fp32 CPU, {a.threads} thread(s), spanrl --tokens-per-batch {a.tokens_per_batch}, best of {a.rounds} alternating rounds")
     with tempfile.TemporaryDirectory(prefix="spanrl-bench-train-") as tmp:
         for name in a.models.split(","):
             steps = a.steps or (20 if name == "tiny" else 3)
@@ -187,12 +198,13 @@ def main() -> None:
             runs: dict[str, list[dict]] = {"spanrl": [], "trl": []}
             for _ in range(a.rounds):
                 for side in runs:
-                    runs[side].append(run_worker(side, model, data, steps, a.batch, a.seq_len, a.tokens_per_batch))
+                    runs[side].append(run_worker(side, model, data, steps, a.batch, a.seq_len, a.tokens_per_batch,
+                                                 a.threads))
             best = {side: max(rs, key=lambda r: r["tokens_per_s"]) for side, rs in runs.items()}
             for side, r in best.items():
                 print(f"  {name:5s} {side:7s} {r['steps']:3d} steps  {r['response_tokens']:7d} resp tokens  "
                       f"{r['seconds']:8.2f} s  {r['tokens_per_s']:9.1f} resp tok/s  peak RSS {r['peak_rss_mb']:8.1f} MB  "
-                      f"final loss {r['final_loss']:.3f}  (all rounds: "
+                      f"last-step loss {r['final_loss']:.3f}  (all rounds: "
                       + ", ".join(f"{x['tokens_per_s']:.0f}" for x in runs[side]) + ")")
             ratio = best["spanrl"]["tokens_per_s"] / best["trl"]["tokens_per_s"]
             cpu_ratio = (max(r["tokens_per_cpu_s"] for r in runs["spanrl"])

@@ -73,7 +73,7 @@ def open_lake(cfg: IngestConfig) -> duckdb.DuckDBPyConnection:
     """Stage 1's views over the lake, with the memory limit and stage 1's spill folder."""
     from spanrl.ingest.views import connect, sql_literal  # stage 1 owns the lake views
 
-    con = connect(cfg.data, read_only=False, stage2=False)
+    con = connect(cfg.data, read_only=False, stage2=False, call_views=False)  # stage 2 creates them as tables
     spill = Path(cfg.data) / "lake" / "_tmp"
     spill.mkdir(parents=True, exist_ok=True)
     con.execute(f"SET memory_limit = {sql_literal(cfg.memory_limit)}")

@@ -67,13 +67,13 @@ def set_variables(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> None:
 
 def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materialize: bool) -> Stage2Setup:
     """Create every stage-2 object on ``con`` (which must already have spans, llm_calls, tool_calls)."""
+    if materialize:
+        _materialize_stage1(con)
     _check_stage1(con)
     con.execute(read_sql("rollouts/macros"))
     set_variables(con, cfg)
     files = load_feedback(con, cfg.data)
     rules = load_air_rules(cfg.config_file)
-    if materialize:
-        _materialize_stage1(con)
     for name, path, heavy in STAGE2_OBJECTS:
         _create(con, name, "TABLE" if materialize and heavy else "VIEW", read_sql(path))
         if name == _AIR_AFTER:
@@ -107,16 +107,21 @@ def _create(con: duckdb.DuckDBPyConnection, name: str, kind: str, body: str) -> 
 
 
 def _materialize_stage1(con: duckdb.DuckDBPyConnection) -> None:
-    """Evaluate stage 1's LLM-call and tool-call views once, as temp tables of the same names.
-
-    ``_llm_spans`` (the candidate spans every convention reads) comes first: one scan of the lake
-    instead of one per convention.
+    """Evaluate stage 1's LLM-call and tool-call relations once, as temp tables of the same names.
 
     Temp objects shadow main ones, also inside other views, so tool_calls (which reads llm_calls)
     and every stage-2 object reuse these rows instead of re-running the convention SQL each time.
+    ``_llm_spans`` (the candidate spans every convention reads) comes first: one scan of the lake
+    instead of one per convention. A relation already on the connection (a view of
+    ``views.connect``, or rows of a hand-built test lake) is copied; one that is not (the builder's
+    ``connect(call_views=False)``) is created straight from its SQL file, binding that SQL once.
     """
-    for name in ("_llm_spans", "llm_calls", "tool_calls"):
-        _create(con, name, "TABLE", f"SELECT * FROM main.{name}")
+    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    for name, sql_file in (("_llm_spans", "llm_spans"), ("llm_calls", "llm_calls"), ("tool_calls", "tool_calls")):
+        if name in have:
+            _create(con, name, "TABLE", f"SELECT * FROM main.{name}")
+        elif "spans" in have and (name != "_llm_spans" or "llm_calls_genai_latest" in have):
+            _create(con, name, "TABLE", read_sql(sql_file))
 
 
 def _missing_stage1(con: duckdb.DuckDBPyConnection) -> list[str]:

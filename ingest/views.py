@@ -17,6 +17,7 @@ from spanrl.errors import InputError
 # Registration order matters: later views read earlier ones.
 VIEW_ORDER = ["spans", "logs", "llm_calls", "tool_calls", "rewards", "rollouts"]
 # llm_calls is one UNION ALL BY NAME over one file per convention (ingest/sql/llm_calls/*.sql).
+CALL_VIEWS = ("llm_calls", "tool_calls")  # the views the snapshot builder materialises itself
 LLM_CONVENTIONS = ["genai_events", "genai_latest", "openinference", "openllmetry", "langsmith", "vercel_ai",
                    "logfire", "agent_lightning"]
 
@@ -62,10 +63,14 @@ def lake_glob(lake: Path, table: str) -> str | None:
     return str(folder / "*" / "*.parquet")
 
 
-def connect(data: Path, read_only: bool = True, stage2: bool = True) -> duckdb.DuckDBPyConnection:
+def connect(data: Path, read_only: bool = True, stage2: bool = True,
+            call_views: bool = True) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with every lake table and view registered.
 
     ``stage2=False`` leaves out the rewards/rollouts views (quicker when only the lake is needed).
+    ``call_views=False`` registers the convention views but not ``llm_calls``/``tool_calls``
+    themselves: the snapshot builder creates those once, as temp tables, from the same SQL files
+    (creating a view binds its whole SQL, and binding ``llm_calls`` is a fixed ~0.2 s cost).
 
     With ``read_only`` the connection can reach nothing outside the data root (DuckDB's
     ``allowed_directories`` + ``enable_external_access = false``, locked); ``spanrl sql`` also
@@ -83,7 +88,10 @@ def connect(data: Path, read_only: bool = True, stage2: bool = True) -> duckdb.D
                         f"{sql_literal(glob)}, hive_partitioning = true, union_by_name = true)")
     con.execute(read_sql("llm_macros"))
     for name in VIEW_ORDER[2:]:
-        register_view(con, name)
+        if call_views or name not in CALL_VIEWS:
+            register_view(con, name)
+        elif name == "llm_calls":
+            register_conventions(con)
     if stage2:
         from spanrl.ingest.rollouts import register_lake_views  # stage 2: rewards, rollouts (engineer C)
 
@@ -96,14 +104,19 @@ def connect(data: Path, read_only: bool = True, stage2: bool = True) -> duckdb.D
     return con
 
 
+def register_conventions(con: duckdb.DuckDBPyConnection) -> None:
+    """``_llm_spans`` (the cheap pre-filter every convention reads; the builder materialises it once)
+    and one view ``llm_calls_<conv>`` per convention file: what ``llm_calls.sql`` stacks."""
+    con.execute(f"CREATE OR REPLACE VIEW _llm_spans AS {read_sql('llm_spans')}")
+    for conv in LLM_CONVENTIONS:
+        if sql_exists(f"llm_calls/{conv}"):
+            con.execute(f"CREATE OR REPLACE VIEW llm_calls_{conv} AS {read_sql(f'llm_calls/{conv}')}")
+
+
 def register_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     """Create view ``name`` from ``ingest/sql/<name>.sql`` if that file exists (True when it did)."""
     if name == "llm_calls":
-        # the cheap pre-filter every convention reads (the builder materialises it once)
-        con.execute(f"CREATE OR REPLACE VIEW _llm_spans AS {read_sql('llm_spans')}")
-        for conv in LLM_CONVENTIONS:
-            if sql_exists(f"llm_calls/{conv}"):
-                con.execute(f"CREATE OR REPLACE VIEW llm_calls_{conv} AS {read_sql(f'llm_calls/{conv}')}")
+        register_conventions(con)
     if not sql_exists(name):
         return False
     con.execute(f"CREATE OR REPLACE VIEW {name} AS {read_sql(name)}")

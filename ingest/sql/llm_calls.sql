@@ -36,17 +36,17 @@ member_values AS (
            coalesce(try_cast(x[8] AS BIGINT), try_cast(x[9] AS BIGINT), input_tokens) AS m_input_tokens,
            coalesce(try_cast(x[10] AS BIGINT), try_cast(x[11] AS BIGINT), output_tokens) AS m_output_tokens,
            coalesce(try_cast(x[12] AS DOUBLE), temperature) AS m_temperature,
-           max(coalesce(response_id, x[13])) OVER (PARTITION BY trace_id, span_id) AS rid,
+           coalesce(response_id, x[13]) AS member_rid,
            CASE WHEN contains(a, 'token_ids') OR contains(a, 'spanrl.response_logprobs') THEN a END AS token_attrs
     FROM members
 ),
-span_keys AS (
-    SELECT DISTINCT trace_id, span_id, rid, CASE WHEN rid IS NOT NULL THEN 'r:' || rid ELSE 's:' || span_id END AS own_key
-    FROM member_values
+span_keys AS (  -- per span: its response id (any member's) and the key it groups under
+    SELECT trace_id, span_id, rid, CASE WHEN rid IS NOT NULL THEN 'r:' || rid ELSE 's:' || span_id END AS own_key
+    FROM (SELECT trace_id, span_id, max(member_rid) AS rid FROM member_values GROUP BY trace_id, span_id)
 ),
-grouped AS (
-    SELECT m.* EXCLUDE (a, x),
-           CASE WHEN p.span_id IS NOT NULL AND (p.rid IS NULL OR m.rid IS NULL OR p.rid = m.rid) THEN p.own_key
+grouped AS MATERIALIZED (
+    SELECT m.* EXCLUDE (a, x, member_rid), k.rid,
+           CASE WHEN p.span_id IS NOT NULL AND (p.rid IS NULL OR k.rid IS NULL OR p.rid = k.rid) THEN p.own_key
                 ELSE k.own_key END AS call_key,
            {'no_messages': m.input_messages IS NULL, 'server': m.kind = 'SERVER', 'priority': m.priority,
             'start': m.start_ns, 'span': m.span_id} AS rank_key
@@ -54,7 +54,21 @@ grouped AS (
     JOIN span_keys AS k ON k.trace_id = m.trace_id AND k.span_id = m.span_id
     LEFT JOIN span_keys AS p ON p.trace_id = m.trace_id AND p.span_id = m.parent_span_id
 ),
-calls AS MATERIALIZED (  -- one row per call: the best-ranked member, filled in from the others
+group_sizes AS (  -- members per call, on the lean key columns only
+    SELECT trace_id, call_key, count(*) AS n FROM grouped GROUP BY trace_id, call_key
+),
+single AS (  -- the common case, a call captured once: its member's row as it is (no aggregation of wide rows)
+    SELECT g.trace_id, g.span_id, g.parent_span_id, g.start_ns, g.end_ns, g.service_name, g.convention,
+           g.m_provider AS provider, g.m_model AS model, g.input_messages, g.output_message, g.tools,
+           g.m_finish AS finish_reason, g.m_input_tokens AS input_tokens, g.m_output_tokens AS output_tokens,
+           attr_int_list(g.token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids') AS prompt_token_ids,
+           attr_int_list(g.token_attrs, 'spanrl.response_token_ids', 'response_token_ids') AS response_token_ids,
+           try_cast(json_or_text(json_extract(g.token_attrs, '$."spanrl.response_logprobs"')) AS FLOAT[]) AS response_logprobs,
+           g.m_temperature AS temperature, g.rid AS response_id, g.status_code
+    FROM grouped AS g JOIN group_sizes AS z ON z.trace_id = g.trace_id AND z.call_key = g.call_key
+    WHERE z.n = 1
+),
+multi AS (  -- a call seen twice or more: the best-ranked member, filled in from the others
     SELECT trace_id,
            arg_min(span_id, rank_key) AS span_id,
            arg_min(parent_span_id, rank_key) AS parent_span_id,
@@ -76,20 +90,23 @@ calls AS MATERIALIZED (  -- one row per call: the best-ranked member, filled in 
            coalesce(arg_min(m_temperature, rank_key), any_value(m_temperature)) AS temperature,
            any_value(rid) AS response_id,
            arg_min(status_code, rank_key) AS status_code
-    FROM grouped
+    FROM grouped AS g
+    WHERE EXISTS (SELECT 1 FROM group_sizes AS z WHERE z.trace_id = g.trace_id AND z.call_key = g.call_key AND z.n > 1)
     GROUP BY trace_id, call_key
 ),
+calls AS MATERIALIZED (  -- one row per call
+    SELECT * FROM single UNION ALL BY NAME SELECT * FROM multi
+),
 tree AS (
-    SELECT s.trace_id, s.span_id, s.parent_span_id,
-           coalesce(json_extract_string(s.attributes, '$."gen_ai.agent.name"'),
-                    json_extract_string(s.attributes, '$."agent.name"'),
-                    CASE WHEN json_extract_string(s.attributes, '$."traceloop.span.kind"') = 'agent'
-                         THEN json_extract_string(s.attributes, '$."traceloop.entity.name"') END,
-                    nullif(regexp_extract(s."name", '^invoke_agent (.+)$', 1), ''),
-                    CASE WHEN json_extract_string(s.attributes, '$."openinference.span.kind"') = 'AGENT'
-                              OR json_extract_string(s.attributes, '$."gen_ai.operation.name"') = 'invoke_agent'
-                         THEN s."name" END) AS agent
-    FROM spans AS s SEMI JOIN calls AS c ON c.trace_id = s.trace_id
+    SELECT trace_id, span_id, parent_span_id,
+           coalesce(x[1], x[2], CASE WHEN x[3] = 'agent' THEN x[4] END,
+                    nullif(regexp_extract("name", '^invoke_agent (.+)$', 1), ''),
+                    CASE WHEN x[5] = 'AGENT' OR x[6] = 'invoke_agent' THEN "name" END) AS agent
+    FROM (SELECT s.trace_id, s.span_id, s.parent_span_id, s."name",
+                 -- one parse of the attributes for every value read here
+                 json_extract_string(s.attributes, ['$."gen_ai.agent.name"', '$."agent.name"', '$."traceloop.span.kind"',
+                     '$."traceloop.entity.name"', '$."openinference.span.kind"', '$."gen_ai.operation.name"']) AS x
+          FROM spans AS s SEMI JOIN calls AS c ON c.trace_id = s.trace_id)
 ),
 walk(trace_id, call_span_id, span_id, depth) AS (
     SELECT trace_id, span_id, span_id, 0 FROM calls

@@ -8,14 +8,16 @@ WITH calls AS MATERIALIZED (
     SELECT trace_id, span_id, start_ns, end_ns, input_messages, output_message FROM llm_calls
 ),
 tool_spans AS (
-    SELECT s.trace_id, s.span_id, s.start_ns, s.end_ns, s.status_code, s.status_message, s.events, s.attributes AS a, s."name"
-    FROM spans AS s
-    WHERE json_extract_string(s.attributes, '$."gen_ai.operation.name"') = 'execute_tool'
-       OR starts_with(s."name", 'execute_tool ')
-       OR json_extract_string(s.attributes, '$."openinference.span.kind"') = 'TOOL'
-       OR json_extract_string(s.attributes, '$."traceloop.span.kind"') = 'tool'
-       OR json_extract_string(s.attributes, '$."langsmith.span.kind"') = 'tool'
-       OR s."name" = 'ai.toolCall'
+    SELECT trace_id, span_id, start_ns, end_ns, status_code, status_message, events, a, "name"
+    FROM (SELECT s.trace_id, s.span_id, s.start_ns, s.end_ns, s.status_code, s.status_message, s.events,
+                 s.attributes AS a, s."name",
+                 -- one parse of the attributes, and only for spans whose text mentions a tool kind
+                 CASE WHEN contains(CAST(s.attributes AS VARCHAR), 'tool') OR contains(CAST(s.attributes AS VARCHAR), 'TOOL')
+                      THEN json_extract_string(s.attributes, ['$."gen_ai.operation.name"', '$."openinference.span.kind"',
+                                                              '$."traceloop.span.kind"', '$."langsmith.span.kind"']) END AS k
+          FROM spans AS s)
+    WHERE k[1] = 'execute_tool' OR starts_with("name", 'execute_tool ') OR k[2] = 'TOOL' OR k[3] = 'tool'
+       OR k[4] = 'tool' OR "name" = 'ai.toolCall'
 ),
 from_spans AS (
     SELECT trace_id, span_id, start_ns, end_ns, status_code,

@@ -7,9 +7,9 @@
 WITH calls AS (
     SELECT trace_id, span_id, events
     FROM _llm_spans
-    WHERE (attributes->>'gen_ai.operation.name' IN ('chat', 'text_completion', 'generate_content')
+    WHERE NOT contains(attributes, '"gen_ai.input.messages":')  -- >= 1.37 content: genai_latest.sql (cheap test first)
+      AND (attributes->>'gen_ai.operation.name' IN ('chat', 'text_completion', 'generate_content')
            OR attributes->>'llm.request.type' IN ('chat', 'completion'))
-      AND NOT contains(attributes, '"gen_ai.input.messages":')  -- >= 1.37 content: genai_latest.sql
 ),
 log_events AS (
     SELECT l.trace_id, l.span_id, l.event_name AS ev, coalesce(l.time_ns, l.observed_time_ns) AS t1,

@@ -8,7 +8,8 @@ WITH src AS (
            json_or_text(json_extract(attributes, '$."gen_ai.prompt"')) AS pj,
            json_or_text(json_extract(attributes, '$."gen_ai.completion"')) AS cj
     FROM _llm_spans
-    WHERE json_type(json_extract(attributes, '$."gen_ai.prompt"')) = 'VARCHAR'
+    WHERE contains(CAST(attributes AS VARCHAR), '"gen_ai.prompt"')  -- cheap test before the JSON lookups
+      AND json_type(json_extract(attributes, '$."gen_ai.prompt"')) = 'VARCHAR'
       AND (json_exists(attributes, '$."langsmith.span.kind"') OR json_type(json_or_text(json_extract(attributes, '$."gen_ai.prompt"'))) IN ('OBJECT', 'ARRAY'))
 ),
 norm AS (

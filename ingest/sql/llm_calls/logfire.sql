@@ -6,7 +6,7 @@ WITH src AS (
            json_or_text(json_extract(attributes, '$.request_data')) AS rq,
            json_or_text(json_extract(attributes, '$.response_data')) AS rs
     FROM _llm_spans
-    WHERE json_exists(attributes, '$.request_data')
+    WHERE contains(CAST(attributes AS VARCHAR), 'request_data') AND json_exists(attributes, '$.request_data')  -- cheap test first
       AND coalesce(json_extract_string(attributes, '$."logfire.span_type"'), '') <> 'pending_span'
 )
 SELECT trace_id, span_id, 'logfire' AS convention,

@@ -4,7 +4,7 @@
 -- llm.tools.{i}.tool.json_schema, llm.token_count.*, llm.model_name, llm.invocation_parameters.
 WITH src AS (
     SELECT trace_id, span_id, attributes AS a, json_keys(attributes) AS ks
-    FROM _llm_spans WHERE attributes->>'openinference.span.kind' = 'LLM'
+    FROM _llm_spans WHERE contains(CAST(attributes AS VARCHAR), 'openinference.span.kind') AND attributes->>'openinference.span.kind' = 'LLM'  -- cheap test first
 ),
 msgs AS (
     SELECT trace_id, span_id, a,

@@ -5,8 +5,10 @@
 WITH src AS (
     SELECT trace_id, span_id, attributes AS a, json_keys(attributes) AS ks
     FROM _llm_spans
-    WHERE json_exists(attributes, '$."gen_ai.prompt.0.role"') OR json_exists(attributes, '$."gen_ai.prompt.0.content"')
-       OR json_exists(attributes, '$."gen_ai.completion.0.role"')
+    WHERE (contains(CAST(attributes AS VARCHAR), 'gen_ai.prompt.0.')  -- cheap test before the JSON lookups
+           OR contains(CAST(attributes AS VARCHAR), 'gen_ai.completion.0.'))
+      AND (json_exists(attributes, '$."gen_ai.prompt.0.role"') OR json_exists(attributes, '$."gen_ai.prompt.0.content"')
+           OR json_exists(attributes, '$."gen_ai.completion.0.role"'))
 )
 SELECT trace_id, span_id, 'openllmetry' AS convention,
        to_json(list_transform(list_transform(flat_indices(ks, 'gen_ai.prompt.'), lambda i: 'gen_ai.prompt.' || i || '.'),

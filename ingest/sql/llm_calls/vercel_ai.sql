@@ -5,7 +5,7 @@
 WITH src AS (
     SELECT trace_id, span_id, attributes AS a,
            json_or_text(json_extract(attributes, '$."ai.prompt.messages"')) AS pm
-    FROM _llm_spans WHERE json_exists(attributes, '$."ai.prompt.messages"')
+    FROM _llm_spans WHERE contains(CAST(attributes AS VARCHAR), 'ai.prompt.messages') AND json_exists(attributes, '$."ai.prompt.messages"')  -- cheap test first
 ),
 msgs AS (
     SELECT *, flatten(list_transform(json_extract(pm, '$[*]'), lambda m: CASE
