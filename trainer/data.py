@@ -40,6 +40,7 @@ class Sequence:
     rollout_id: str
     task_id: str
     behaviour: list[float] | None = None  # mu log-probs of the response tokens
+    temperature: float = 1.0  # the sampling temperature: pi is scored at the same temperature as mu
 
     @property
     def n_response(self) -> int:
@@ -163,9 +164,20 @@ def build_sequences(
                 rollout_id=str(row["rollout_id"]),
                 task_id=str(row.get("task_id") or row["rollout_id"]),
                 behaviour=list(behaviour) if behaviour is not None else None,
+                temperature=_sampling_temperature(row.get("temperature")),
             )
         )
     return seqs, stats
+
+
+def _sampling_temperature(value: Any) -> float:
+    """The temperature the behaviour policy sampled at; greedy (0) or unknown scores at 1.
+
+    The agent samples from softmax(logits / T), so that is the policy whose log-probs the
+    importance ratio and the gradient must use (verl divides logits by the rollout temperature too).
+    """
+    t = _f(value, 1.0)
+    return t if 0.05 <= t <= 10.0 else 1.0
 
 
 def select_sft(seqs: list[Sequence], min_return: float | None, top_k: int | None) -> list[Sequence]:
@@ -246,7 +258,7 @@ def collate(seqs: list[Sequence], idx: list[int], pad_id: int, weights: dict[int
     width = max(len(seqs[i].ids) for i in idx)
     input_ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
     attention = torch.zeros((len(idx), width), dtype=torch.long)
-    pos_b, pos_t, adv, wts, behaviour = [], [], [], [], []
+    pos_b, pos_t, adv, wts, behaviour, inv_temp = [], [], [], [], [], []
     for b, i in enumerate(idx):
         s = seqs[i]
         input_ids[b, : len(s.ids)] = torch.tensor(s.ids)
@@ -257,6 +269,7 @@ def collate(seqs: list[Sequence], idx: list[int], pad_id: int, weights: dict[int
         adv += [s.advantage] * n
         wts += [(weights or {}).get(i, 0.0)] * n
         behaviour += s.behaviour if s.behaviour is not None else [math.nan] * n
+        inv_temp += [1.0 / s.temperature] * n
     pos_b_t, pos_t_t = torch.tensor(pos_b), torch.tensor(pos_t)
     return {
         "input_ids": input_ids,
@@ -267,4 +280,5 @@ def collate(seqs: list[Sequence], idx: list[int], pad_id: int, weights: dict[int
         "advantage": torch.tensor(adv, dtype=torch.float32),
         "weight": torch.tensor(wts, dtype=torch.float32),
         "behaviour_logp": torch.tensor(behaviour, dtype=torch.float32),
+        "inv_temperature": torch.tensor(inv_temp, dtype=torch.float32),
     }

@@ -27,8 +27,11 @@ def selective_log_softmax(logits: Tensor, targets: Tensor) -> Tensor:
     return -F.cross_entropy(logits.float(), targets, reduction="none")
 
 
-def _head_logp(hidden: Tensor, targets: Tensor, head: nn.Module) -> Tensor:
-    return selective_log_softmax(head(hidden), targets)
+def _head_logp(hidden: Tensor, targets: Tensor, head: nn.Module, inv_temperature: Tensor | None = None) -> Tensor:
+    logits = head(hidden)
+    if inv_temperature is not None:
+        logits = logits.float() * inv_temperature[:, None]
+    return selective_log_softmax(logits, targets)
 
 
 def causal_lm_parts(model: nn.Module) -> tuple[nn.Module, nn.Module]:
@@ -45,12 +48,14 @@ def response_logprobs(
     pos_t: Tensor,
     targets: Tensor,
     chunk: int | None = None,
+    inv_temperature: Tensor | None = None,
 ) -> Tensor:
     """Flat ``(N,)`` log-probs of ``targets``, predicted from hidden state ``[pos_b, pos_t]``.
 
     ``pos_t`` is the position *before* each response token (causal shift done by the caller).
     ``chunk`` rows go through the head at once (default: about 128 MiB of float32 logits).
-    Gradients flow when grad mode is on; the LoRA layers live inside the decoder, so peft's
+    ``inv_temperature`` (N,) scores each token under softmax(logits / T), the distribution the
+    engine sampled from, so ratios against its log-probs are 1 on-policy. Gradients flow when grad mode is on; the LoRA layers live inside the decoder, so peft's
     ``disable_adapter()`` context applies here as it does to ``model(...)``.
     """
     decoder, head = causal_lm_parts(model)
@@ -63,8 +68,9 @@ def response_logprobs(
     out = []
     for start in range(0, picked.shape[0], chunk):
         h, t = picked[start : start + chunk], targets[start : start + chunk]
+        it = inv_temperature[start : start + chunk] if inv_temperature is not None else None
         if recompute:
-            out.append(checkpoint(_head_logp, h, t, head, use_reentrant=False))
+            out.append(checkpoint(_head_logp, h, t, head, it, use_reentrant=False))
         else:
-            out.append(_head_logp(h, t, head))
+            out.append(_head_logp(h, t, head, it))
     return torch.cat(out) if out else picked.new_zeros(0)

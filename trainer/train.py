@@ -144,7 +144,8 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True) ->
         for idx in step.batches[rank::world]:
             b = {k: v.to(device) for k, v in collate(seqs, idx, pad_id, step.weights).items()}
             with autocast():
-                logp = response_logprobs(model, b["input_ids"], b["attention_mask"], b["pos_b"], b["pos_t"], b["targets"])
+                logp = response_logprobs(model, b["input_ids"], b["attention_mask"], b["pos_b"], b["pos_t"], b["targets"],
+                                         inv_temperature=b["inv_temperature"])
             x = LossInputs(
                 logp=logp.float(), advantage=b["advantage"], weight=b["weight"], behaviour_logp=b["behaviour_logp"],
                 old_logp=torch.cat([old[i] for i in idx]).to(device) if old is not None else None,
@@ -252,7 +253,8 @@ def _sequence_logprobs(torch: Any, model: Any, seqs: list[Sequence], budget: int
         for idx in batches[rank::world]:
             b = {k: v.to(device) for k, v in collate(seqs, idx, pad_id).items()}
             with autocast():
-                logp = response_logprobs(model, b["input_ids"], b["attention_mask"], b["pos_b"], b["pos_t"], b["targets"])
+                logp = response_logprobs(model, b["input_ids"], b["attention_mask"], b["pos_b"], b["pos_t"], b["targets"],
+                                         inv_temperature=b["inv_temperature"])
             logp, pos = logp.float().cpu(), 0
             for i in idx:
                 n = seqs[i].n_response
