@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ import pyarrow as pa
 
 from spanrl.ingest.air import rules_as_dicts
 from spanrl.ingest.config import IngestConfig
-from spanrl.ingest.credit import EPS, advantage_stats, run_advantages
+from spanrl.ingest.credit import EPS, advantage_stats
 from spanrl.ingest.rollouts import register_stage2
 from spanrl.ingest.views import read_sql
 from spanrl.transitions.snapshot import clean_stale_drafts, content_hash, open_snapshot, transitions_dir
@@ -52,8 +53,7 @@ def build_transitions(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None =
         setup = register_stage2(con, cfg, materialize=True)
         _crash_point("registered")
         con.execute("CREATE OR REPLACE TEMP TABLE transition_rows AS " + read_sql("transitions/transition_base"))
-        table = run_advantages(con, cfg.credit, cfg.gamma, cfg.advantage, EPS)
-        con.register("transitions", table)  # the snapshot rows, queryable on the same connection
+        n_rows = _create_transitions(con, cfg)  # the snapshot rows, queryable on the same connection
         _crash_point("rows")
         stats = collect_stats(con)
         stats["advantage"] = advantage_stats(con)
@@ -61,9 +61,9 @@ def build_transitions(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None =
         spans_files = con.execute("SELECT DISTINCT unnest(source_files) FROM transitions").fetchall()
         sources = sorted({f for (f,) in spans_files} | set(stats["feedback_files"]))
         config = {**cfg.to_dict(), "air_rules": rules_as_dicts(setup.air_rules), "advantage_eps": EPS}
-        if table.num_rows == 0:
+        if n_rows == 0:
             return BuildResult("empty", None, None, 0, stats)
-        return _write(cfg.data, table, config, sources, stats)
+        return _write(cfg.data, con, n_rows, config, sources, stats)
     finally:
         if own:
             con.close()
@@ -83,22 +83,52 @@ def open_lake(cfg: IngestConfig) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _write(data: Path, table: pa.Table, config: dict[str, Any], sources: list[str],
+def _create_transitions(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> int:
+    """Returns and advantages (``advantages.sql``, as ``credit.run_advantages`` runs it) into the temp
+    table ``transitions``; the row count. The rows stay in DuckDB (under its memory limit, spilling
+    if need be) and reach Python one part at a time, so peak memory does not grow with the snapshot."""
+    params = {"credit": cfg.credit, "gamma": cfg.gamma, "advantage": cfg.advantage, "eps": EPS}
+    con.execute("CREATE OR REPLACE TEMP TABLE transitions AS " + read_sql("transitions/advantages"), params)
+    return con.execute("SELECT count(*) FROM transitions").fetchall()[0][0]
+
+
+def _parts(con: duckdb.DuckDBPyConnection) -> Iterator[pa.Table]:
+    """The ``transitions`` rows in (rollout_id, step) order, ``ROWS_PER_PART`` rows at a time."""
+    # the table was created from an ordered query; with insertion order preserved a scan returns
+    # that order, otherwise sort again (the parts, hence the content hash, depend on it)
+    keep = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
+    sql = "SELECT * FROM transitions" + ("" if keep else " ORDER BY rollout_id, step")
+    reader = con.execute(sql).fetch_record_batch(ROWS_PER_PART)
+    pending: list[pa.RecordBatch] = []
+    n = 0
+    for batch in reader:
+        pending.append(batch)
+        n += batch.num_rows
+        while n >= ROWS_PER_PART:
+            table = pa.Table.from_batches(pending, schema=reader.schema)
+            yield table.slice(0, ROWS_PER_PART)
+            rest = table.slice(ROWS_PER_PART)
+            pending, n = rest.to_batches(), rest.num_rows
+    if n:
+        yield pa.Table.from_batches(pending, schema=reader.schema)
+
+
+def _write(data: Path, con: duckdb.DuckDBPyConnection, n_rows: int, config: dict[str, Any], sources: list[str],
            stats: dict[str, Any]) -> BuildResult:
     with open_snapshot(data) as draft:
-        sid = pa.array([draft.snapshot_id] * table.num_rows, pa.string())
-        table = table.set_column(table.column_names.index("snapshot_id"), "snapshot_id", sid)
-        for i, start in enumerate(range(0, table.num_rows, ROWS_PER_PART)):
-            draft.write_part(table.slice(start, ROWS_PER_PART), i)
+        for i, part in enumerate(_parts(con)):
+            sid = pa.array([draft.snapshot_id] * part.num_rows, pa.string())
+            part = part.set_column(part.column_names.index("snapshot_id"), "snapshot_id", sid)
+            draft.write_part(part, i)
             _crash_point("part")
         latest = _latest_manifest(data)
         if latest and latest.get("content_hash") == content_hash(draft.tmp_dir):
             sid_old = latest["snapshot_id"]
-            return BuildResult("unchanged", sid_old, transitions_dir(data) / sid_old, table.num_rows, stats)
+            return BuildResult("unchanged", sid_old, transitions_dir(data) / sid_old, n_rows, stats)
         _crash_point("before_commit")
         path = draft.commit(config, sources, stats)
         _crash_point("after_commit")
-        return BuildResult("written", draft.snapshot_id, path, table.num_rows, stats)
+        return BuildResult("written", draft.snapshot_id, path, n_rows, stats)
 
 
 def _latest_manifest(data: Path) -> dict[str, Any] | None:
