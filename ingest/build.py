@@ -98,7 +98,7 @@ def _parts(con: duckdb.DuckDBPyConnection) -> Iterator[pa.Table]:
     # that order, otherwise sort again (the parts, hence the content hash, depend on it)
     keep = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
     sql = "SELECT * FROM transitions" + ("" if keep else " ORDER BY rollout_id, step")
-    reader = con.execute(sql).fetch_record_batch(ROWS_PER_PART)
+    reader = con.execute(sql).to_arrow_reader(ROWS_PER_PART)
     pending: list[pa.RecordBatch] = []
     n = 0
     for batch in reader:
