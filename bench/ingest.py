@@ -10,6 +10,8 @@ then in separate processes (so peak RSS is each run's own):
                preserve_insertion_order = false, without which it runs out of memory at 4x 200k spans)
   * stage 1:   spanrl ingest --no-transitions  (files -> deduplicated lake)
   * full:      spanrl ingest                   (+ transitions, when stage 2 is installed)
+  * stage 2:   the same command again on the built lake (stage 1 finds nothing new; every
+               transition is rebuilt and the snapshot comes out unchanged)
 and prints spans/s, MB/s, the ratio to the baseline (goal >= 0.5) and peak RSS at 1x and 4x
 (goal: flat). Not collected by pytest.
 """

@@ -25,7 +25,7 @@ import pyarrow as pa
 from spanrl.ingest.air import rules_as_dicts
 from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.credit import EPS, advantage_stats
-from spanrl.ingest.rollouts import register_stage2
+from spanrl.ingest.rollouts import _create, register_stage2
 from spanrl.ingest.views import read_sql
 from spanrl.transitions.snapshot import clean_stale_drafts, content_hash, open_snapshot, transitions_dir
 
@@ -52,7 +52,7 @@ def build_transitions(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None =
     try:
         setup = register_stage2(con, cfg, materialize=True)
         _crash_point("registered")
-        con.execute("CREATE OR REPLACE TEMP TABLE transition_rows AS " + read_sql("transitions/transition_base"))
+        _create(con, "transition_rows", "TABLE", read_sql("transitions/transition_base"))  # a view after a build
         n_rows = _create_transitions(con, cfg)  # the snapshot rows, queryable on the same connection
         _crash_point("rows")
         stats = collect_stats(con)
@@ -89,6 +89,8 @@ def _create_transitions(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> in
     if need be) and reach Python one part at a time, so peak memory does not grow with the snapshot."""
     params = {"credit": cfg.credit, "gamma": cfg.gamma, "advantage": cfg.advantage, "eps": EPS}
     con.execute("CREATE OR REPLACE TEMP TABLE transitions AS " + read_sql("transitions/advantages"), params)
+    # the same rows minus return/advantage: keep one copy of the messages under the memory limit
+    _create(con, "transition_rows", "VIEW", "SELECT * FROM transitions")
     return con.execute("SELECT count(*) FROM transitions").fetchall()[0][0]
 
 
@@ -98,7 +100,7 @@ def _parts(con: duckdb.DuckDBPyConnection) -> Iterator[pa.Table]:
     # that order, otherwise sort again (the parts, hence the content hash, depend on it)
     keep = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
     sql = "SELECT * FROM transitions" + ("" if keep else " ORDER BY rollout_id, step")
-    reader = con.execute(sql).to_arrow_reader(ROWS_PER_PART)
+    reader = con.sql(sql).to_arrow_reader(ROWS_PER_PART)
     pending: list[pa.RecordBatch] = []
     n = 0
     for batch in reader:

@@ -105,7 +105,7 @@ def connect(data: Path, read_only: bool = True, stage2: bool = True,
 
 
 def register_conventions(con: duckdb.DuckDBPyConnection) -> None:
-    """``_llm_spans`` (the cheap pre-filter every convention reads; the builder materialises it once)
+    """``_llm_spans`` (the cheap pre-filter every convention reads)
     and one view ``llm_calls_<conv>`` per convention file: what ``llm_calls.sql`` stacks."""
     con.execute(f"CREATE OR REPLACE VIEW _llm_spans AS {read_sql('llm_spans')}")
     for conv in LLM_CONVENTIONS:

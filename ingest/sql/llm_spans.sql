@@ -1,7 +1,7 @@
 -- _llm_spans: the spans that can be an LLM call under some convention of llm_calls/*.sql, found by a
 -- cheap substring test on the attributes text (no JSON parse). Every convention file reads this
--- instead of `spans`, so the JSON work runs on candidates only; the snapshot builder materialises it
--- once per build (one scan of the lake's attributes instead of one per convention).
+-- instead of `spans`, so the JSON work runs on candidates only. (A view, also for the builder: as a
+-- temp table it held every candidate's attributes in memory and saved no CPU time.)
 -- The test must stay a superset of every convention's own WHERE: a convention that keys on an
 -- attribute not matched here must add its key below. Keys are plain ASCII, so they appear verbatim
 -- in the JSON text.
