@@ -8,12 +8,12 @@ written into each snapshot's ``manifest.json``.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from spanrl.errors import InputError
+from spanrl.options import find_config_file, load_toml
 
 CREDIT_CHOICES = ("identical", "discounted", "last")
 ADVANTAGE_CHOICES = ("group", "batch", "none")
@@ -60,29 +60,6 @@ class IngestConfig:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}
-
-
-def load_toml(path: Path | None) -> dict[str, Any]:
-    """Read ``spanrl.toml``; a missing default file is fine, a broken one is an InputError."""
-    if path is None:
-        return {}
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise InputError(f"{path}: config file not found; pass an existing --config or leave it out") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not valid TOML ({exc}); fix the file and run again") from None
-
-
-def find_config_file(data: Path, explicit: Path | None) -> Path | None:
-    """``--config`` when given, else ``<data>/spanrl.toml``, else ``./spanrl.toml`` when they exist."""
-    if explicit is not None:
-        return explicit
-    for candidate in (data / "spanrl.toml", Path("spanrl.toml")):
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def make_ingest_config(**flags: Any) -> IngestConfig:

@@ -7,12 +7,12 @@ world size) are not here: they are discovered, not set.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from spanrl.errors import InputError
+from spanrl.options import find_config_file, load_toml
 
 LOSS_CHOICES = ("pg", "ppo", "sft")
 AGG_CHOICES = ("rollout", "sequence", "token")
@@ -128,29 +128,11 @@ def _choice(flag: str, value: str, choices: tuple[str, ...]) -> None:
         raise InputError(f"--{flag} {value!r}: choose one of {', '.join(choices)}")
 
 
-def find_config_file(data: Path, explicit: Path | None) -> Path | None:
-    """``--config`` when given, else ``<data>/spanrl.toml``, else ``./spanrl.toml`` when they exist."""
-    if explicit is not None:
-        return explicit
-    for candidate in (data / "spanrl.toml", Path("spanrl.toml")):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def make_train_config(config_file: Path | None = None, **flags: Any) -> TrainConfig:
     """Merge flags (None = not given) over the ``[train]`` table of the config file."""
     data = Path(flags.get("data") or "spanrl-data")
     path = find_config_file(data, config_file)
-    table: dict[str, Any] = {}
-    if path is not None:
-        try:
-            with open(path, "rb") as fh:
-                table = tomllib.load(fh).get("train", {})
-        except FileNotFoundError:
-            raise InputError(f"{path}: config file not found; pass an existing --config or leave it out") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"{path}: not valid TOML ({exc}); fix the file and run again") from None
+    table: dict[str, Any] = load_toml(path).get("train", {})
     known = {f.name for f in fields(TrainConfig)}
     unknown = set(table) - known
     if unknown:
