@@ -98,3 +98,16 @@ CREATE OR REPLACE MACRO flat_indices(ks, prefix) AS list_sort(list_distinct(list
 -- Token ids of DESIGN §8 (spanrl.*) and Agent Lightning's plain names.
 CREATE OR REPLACE MACRO attr_int_list(a, k1, k2) AS
     try_cast(json_or_text(coalesce(json_extract(a, '$."' || k1 || '"'), json_extract(a, '$."' || k2 || '"'))) AS INTEGER[]);
+
+-- One OpenInference flattened message under prefix p (e.g. 'llm.input_messages.0.message.'):
+-- role (default_role when absent), content or its text parts, tool calls, tool_call_id.
+CREATE OR REPLACE MACRO openinference_message(a, ks, p, default_role) AS chat_message(
+    coalesce(json_extract_string(a, '$."' || p || 'role"'), default_role),
+    coalesce(json_extract_string(a, '$."' || p || 'content"'),
+             nullif(array_to_string(list_transform(flat_indices(ks, p || 'contents.'),
+                 lambda j: json_extract_string(a, '$."' || p || 'contents.' || j || '.message_content.text"')), ''), '')),
+    to_json(list_transform(flat_indices(ks, p || 'tool_calls.'), lambda k: chat_tool_call(
+        json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.id"'),
+        json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.function.name"'),
+        json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.function.arguments"')))),
+    json_extract_string(a, '$."' || p || 'tool_call_id"'));

@@ -177,7 +177,8 @@ def test_bearer_token(tmp_path: Path) -> None:
     assert len(lines(tmp_path)) == 1
 
 
-def test_full_queue_gets_429_with_retry_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def hold_writes(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Make the writer thread wait until the returned event is set (a slow disk)."""
     gate = threading.Event()
     real = SignalWriter._write
 
@@ -186,6 +187,11 @@ def test_full_queue_gets_429_with_retry_after(tmp_path: Path, monkeypatch: pytes
         real(self, items)
 
     monkeypatch.setattr(SignalWriter, "_write", slow_write)
+    return gate
+
+
+def test_full_queue_gets_429_with_retry_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = hold_writes(monkeypatch)
     body = make_traces(1).SerializeToString()
 
     async def go() -> tuple[int, int, str | None]:
@@ -226,14 +232,7 @@ def test_disk_full_gets_503_and_the_receiver_keeps_running(tmp_path: Path, monke
 
 def test_stop_drains_in_flight_requests(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Shutdown stops accepting but every request already in flight is written and acknowledged."""
-    gate = threading.Event()
-    real = SignalWriter._write
-
-    def slow_write(self: SignalWriter, items: list[Any]) -> None:
-        gate.wait(10)
-        real(self, items)
-
-    monkeypatch.setattr(SignalWriter, "_write", slow_write)
+    gate = hold_writes(monkeypatch)
     from spanrl.collector.config import CollectorConfig
     from spanrl.collector.server import EmbeddedCollector
 

@@ -14,26 +14,8 @@ msgs AS (
     FROM src
 )
 SELECT trace_id, span_id, 'openinference' AS convention,
-       to_json(list_transform(ins, lambda p: chat_message(
-           json_extract_string(a, '$."' || p || 'role"'),
-           coalesce(json_extract_string(a, '$."' || p || 'content"'),
-                    nullif(array_to_string(list_transform(flat_indices(ks, p || 'contents.'),
-                        lambda j: json_extract_string(a, '$."' || p || 'contents.' || j || '.message_content.text"')), ''), '')),
-           to_json(list_transform(flat_indices(ks, p || 'tool_calls.'), lambda k: chat_tool_call(
-               json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.id"'),
-               json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.function.name"'),
-               json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.function.arguments"')))),
-           json_extract_string(a, '$."' || p || 'tool_call_id"')))) AS input_messages,
-       list_transform(outs, lambda p: chat_message(
-           coalesce(json_extract_string(a, '$."' || p || 'role"'), 'assistant'),
-           coalesce(json_extract_string(a, '$."' || p || 'content"'),
-                    nullif(array_to_string(list_transform(flat_indices(ks, p || 'contents.'),
-                        lambda j: json_extract_string(a, '$."' || p || 'contents.' || j || '.message_content.text"')), ''), '')),
-           to_json(list_transform(flat_indices(ks, p || 'tool_calls.'), lambda k: chat_tool_call(
-               json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.id"'),
-               json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.function.name"'),
-               json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.function.arguments"')))),
-           NULL))[1] AS output_message,
+       to_json(list_transform(ins, lambda p: openinference_message(a, ks, p, NULL))) AS input_messages,
+       list_transform(outs, lambda p: openinference_message(a, ks, p, 'assistant'))[1] AS output_message,
        chat_tools(to_json(list_transform(tools_idx, lambda i: json_extract(a, '$."llm.tools.' || i || '.tool.json_schema"')))) AS tools,
        coalesce(json_extract_string(a, '$."llm.finish_reason"'),
                 json_extract_string(json_or_text(json_extract(a, '$."output.value"')), '$.choices[0].finish_reason')) AS finish_reason,
