@@ -9,16 +9,20 @@
 --   credit  identical: return = R, advantage = A_r on every call; last: only the last call gets them
 --           (others 0); discounted: return = gamma^(T-1-t) * R + AIR reward-to-go,
 --           advantage = gamma^(T-1-t) * A_r + AIR reward-to-go.
+-- Every sum runs over a list in a fixed order (list_avg/list_stddev_samp/list_sum), not as a
+-- parallel aggregate: the float result must not depend on thread scheduling, or the same lake
+-- would give a different content hash and a duplicate snapshot.
 WITH per_rollout AS (
     SELECT rollout_id, any_value(task_id) AS task_id, coalesce(any_value(final_reward), 0.0) AS r
     FROM transition_rows GROUP BY rollout_id
 ),
 batch AS (
-    SELECT avg(r) AS mean_b, coalesce(stddev_samp(r), 0.0) AS std_b FROM per_rollout
+    SELECT list_avg(rs) AS mean_b, coalesce(list_stddev_samp(rs), 0.0) AS std_b
+    FROM (SELECT list(r ORDER BY rollout_id) AS rs FROM per_rollout)
 ),
 task AS (
-    SELECT task_id, count(*) AS n_task, avg(r) AS mean_t, coalesce(stddev_samp(r), 0.0) AS std_t
-    FROM per_rollout WHERE task_id IS NOT NULL GROUP BY task_id
+    SELECT task_id, len(rs) AS n_task, list_avg(rs) AS mean_t, coalesce(list_stddev_samp(rs), 0.0) AS std_t
+    FROM (SELECT task_id, list(r ORDER BY rollout_id) AS rs FROM per_rollout WHERE task_id IS NOT NULL GROUP BY task_id)
 ),
 adv AS (
     SELECT p.rollout_id, p.r,
@@ -32,7 +36,7 @@ adv AS (
 ),
 to_go AS (
     SELECT t.rollout_id, t.step,
-           (SELECT coalesce(sum(pow($gamma, a.step - t.step) * a.step_reward), 0.0)
+           (SELECT coalesce(list_sum(list(pow($gamma, a.step - t.step) * a.step_reward ORDER BY a.step)), 0.0)
             FROM transition_rows a
             WHERE a.rollout_id = t.rollout_id AND a.step >= t.step AND a.step_reward <> 0) AS air_to_go
     FROM transition_rows t

@@ -16,7 +16,7 @@ WITH kept AS (
       AND (r.final_reward IS NOT NULL OR coalesce(getvariable('spanrl_missing_reward'), 'drop') = 'zero')
 ),
 air AS (
-    SELECT rollout_id, target_span_id, sum(value) AS step_reward
+    SELECT rollout_id, target_span_id, list_sum(list(value ORDER BY value)) AS step_reward  -- fixed order: same floats every run
     FROM _air_hits WHERE target_span_id IS NOT NULL GROUP BY rollout_id, target_span_id
 ),
 numbered AS (
