@@ -27,7 +27,7 @@ from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.credit import EPS, advantage_stats
 from spanrl.ingest.rollouts import _create, register_stage2
 from spanrl.ingest.views import read_sql
-from spanrl.transitions.snapshot import clean_stale_drafts, content_hash, open_snapshot, transitions_dir
+from spanrl.transitions.snapshot import clean_stale_drafts, open_snapshot, transitions_dir
 
 ROWS_PER_PART = 50_000  # fixed, so the same rows always split into the same parts (same hash)
 CRASH_ENV = "SPANRL_TEST_CRASH_AT"
@@ -124,7 +124,7 @@ def _write(data: Path, con: duckdb.DuckDBPyConnection, n_rows: int, config: dict
             draft.write_part(part, i)
             _crash_point("part")
         latest = _latest_manifest(data)
-        if latest and latest.get("content_hash") == content_hash(draft.tmp_dir):
+        if latest and latest.get("content_hash") == draft.content_hash():
             sid_old = latest["snapshot_id"]
             return BuildResult("unchanged", sid_old, transitions_dir(data) / sid_old, n_rows, stats)
         _crash_point("before_commit")

@@ -75,11 +75,20 @@ class SnapshotDraft:
     snapshot_id: str
     tmp_dir: Path
     committed: bool = field(default=False)
+    _hash: str | None = field(default=None, repr=False)  # of the parts written so far, once asked
 
     def write_part(self, table: pa.Table, index: int = 0) -> Path:
         path = self.tmp_dir / f"part-{index:05d}.parquet"
         pq.write_table(conform(table), path, compression="zstd")
+        self._hash = None
         return path
+
+    def content_hash(self) -> str:
+        """``content_hash`` of the parts written so far, computed once (the builder compares it with
+        LATEST's, then the manifest records it: one read of the parts, not two)."""
+        if self._hash is None:
+            self._hash = content_hash(self.tmp_dir)
+        return self._hash
 
     def commit(
         self,
@@ -104,7 +113,7 @@ class SnapshotDraft:
             "created_at": datetime.now(UTC).isoformat(),
             "rows": rows,
             "parts": [p.name for p in parts],
-            "content_hash": content_hash(self.tmp_dir),
+            "content_hash": self.content_hash(),
             "config": config,
             "source_files": sorted(source_files),
             "stats": stats or {},

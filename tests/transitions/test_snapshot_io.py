@@ -10,7 +10,7 @@ import pytest
 
 from spanrl.errors import InputError
 from spanrl.transitions import SCHEMA_VERSION, TRANSITION_SCHEMA, load_snapshot, read_snapshot, write_snapshot
-from spanrl.transitions.snapshot import open_snapshot, resolve_snapshot
+from spanrl.transitions.snapshot import content_hash, open_snapshot, resolve_snapshot
 
 
 def _rows(n: int, reward: float = 1.0) -> pa.Table:
@@ -46,6 +46,19 @@ def test_same_rows_same_hash_different_rows_different_hash(tmp_path: Path) -> No
     c = write_snapshot(tmp_path, _rows(4, reward=0.5))
     h = [json.loads((f / "manifest.json").read_text())["content_hash"] for f in (a, b, c)]
     assert a != b and h[0] == h[1] and h[0] != h[2]
+
+
+def test_draft_hash_is_computed_once_and_follows_new_parts(tmp_path: Path) -> None:
+    """The builder asks for the hash (to compare with LATEST), then commit records it: one read of
+    the parts, and a part written after the first ask is not missed."""
+    table = _rows(30)
+    with open_snapshot(tmp_path) as draft:
+        draft.write_part(table.slice(0, 10), 0)
+        first = draft.content_hash()
+        draft.write_part(table.slice(10, 20), 1)
+        assert draft.content_hash() != first and draft.content_hash() == content_hash(draft.tmp_dir)
+        folder = draft.commit({}, [])
+    assert json.loads((folder / "manifest.json").read_text())["content_hash"] == content_hash(folder)
 
 
 def test_failed_draft_leaves_nothing_visible(tmp_path: Path) -> None:
