@@ -47,6 +47,7 @@ def _train_help(name: str) -> str:
 @click.option("--gradient-checkpointing/--no-gradient-checkpointing", default=None, help=_train_help("gradient_checkpointing"))
 @click.option("--seed", type=int, default=None, help=_train_help("seed"))
 @click.option("--fresh", is_flag=True, default=None, help=_train_help("fresh"))
+@click.option("--retrain", is_flag=True, default=None, help=_train_help("retrain"))
 @click.option("--notify", default=None, help="vLLM base URL: POST /v1/load_lora_adapter after saving (failure = warning).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 def train(data: Path, model: Path, snapshot: str | None, loss: str | None, out: Path | None, config_file: Path | None,
@@ -62,11 +63,16 @@ def train(data: Path, model: Path, snapshot: str | None, loss: str | None, out: 
       spanrl train --model ./models/smollm2-135m --snapshot LATEST --loss pg
     """
     from spanrl.trainer.config import make_train_config
+    from spanrl.trainer.train import AlreadyTrained
     from spanrl.trainer.train import train as run_train
 
     cfg = make_train_config(config_file=config_file, data=data, model=model, snapshot=snapshot, loss=loss,
                             out=out, **options)
-    result = run_train(cfg, notify=notify, progress=not no_progress)
+    try:
+        result = run_train(cfg, notify=notify, progress=not no_progress)
+    except AlreadyTrained as done:
+        click.echo(f"nothing to do: {done}")
+        return
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
     if result.cycle_id is None:  # a data-parallel rank other than 0

@@ -64,6 +64,11 @@ class TrainResult:
     warnings: list[str] = field(default_factory=list)
 
 
+class AlreadyTrained(Exception):
+    """adapters/LATEST was trained on this very snapshot content: a nightly ``ingest`` that found
+    nothing new followed by ``train`` must not train the same rollouts twice."""
+
+
 def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True) -> TrainResult:
     """Run one cycle; raises InputError for anything the user can fix."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -87,6 +92,11 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True) ->
     parent = None if cfg.fresh else read_latest(root)
     if parent is not None:
         check_parent(parent, base_path, base_hash)
+        trained = parent[2].get("snapshot_content_hash")
+        if not cfg.retrain and trained and trained == manifest.get("content_hash"):
+            raise AlreadyTrained(
+                f"adapters/LATEST ({parent[0]}) was already trained on snapshot {parent[2].get('snapshot_id')}, "
+                f"whose rows equal {snapshot_id}'s; ingest new rollouts first, or pass --retrain")
     tokenizer = AutoTokenizer.from_pretrained(base_path, local_files_only=True)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
     seqs, stats = build_sequences(table, tokenizer, cfg.max_prompt_tokens, cfg.max_response_tokens, _stop_ids(base_path, tokenizer))

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from spanrl.cli import cli
 from spanrl.errors import InputError
 from spanrl.trainer.config import TrainConfig
-from spanrl.trainer.train import train
+from spanrl.trainer.train import AlreadyTrained, train
 from tests.helpers.tiny_model import make_tiny_model, tiny_rollout_rows, write_rows_snapshot
 
 OUTPUTS = ("adapter_config.json", "adapter_model.safetensors", "training_state.json", "metrics.jsonl", "report.png")
@@ -106,7 +106,9 @@ def test_kl_is_zero_at_start_and_ppo_ratio_is_one(model_dir: Path, tokenizer, tm
 def test_resume_continues_from_latest_and_checks_the_base(model_dir: Path, tokenizer, tmp_path: Path) -> None:
     _snapshot(tmp_path, tokenizer)
     first = train(_cfg(model_dir, tmp_path, lr=1e-2, seed=1), progress=False)
-    second = train(_cfg(model_dir, tmp_path, lr=1e-12, seed=2), progress=False)  # lr ~0: weights stay
+    with pytest.raises(AlreadyTrained, match="--retrain"):  # the same rows twice: skipped unless asked
+        train(_cfg(model_dir, tmp_path, lr=1e-12, seed=2), progress=False)
+    second = train(_cfg(model_dir, tmp_path, lr=1e-12, seed=2, retrain=True), progress=False)  # lr ~0: weights stay
     s1, s2 = _state(first.folder), _state(second.folder)
     assert (s1["cycle"], s1["parent"], s2["cycle"], s2["parent"]) == (1, None, 2, first.cycle_id)
     assert (tmp_path / "adapters" / "LATEST").read_text().strip() == second.cycle_id
@@ -277,7 +279,10 @@ def test_cli_notify_posts_load_lora_adapter(model_dir: Path, tokenizer, tmp_path
         latest = (tmp_path / "adapters" / "LATEST").read_text().strip()
         assert received == [{"lora_name": latest, "lora_path": str((tmp_path / "adapters" / latest).resolve())}]
         # a server that is gone is a warning, not a crash
-        res = CliRunner().invoke(cli, [*args, "--notify", "http://127.0.0.1:9"])
+        res = CliRunner().invoke(cli, [*args, "--notify", "http://127.0.0.1:9"])  # same snapshot: skipped
+        assert res.exit_code == 0 and "nothing to do" in res.output and "--retrain" in res.output
+        assert (tmp_path / "adapters" / "LATEST").read_text().strip() == latest and len(received) == 1
+        res = CliRunner().invoke(cli, [*args, "--retrain", "--notify", "http://127.0.0.1:9"])
         assert res.exit_code == 0 and "warning: --notify" in res.output
     finally:
         box["loop"].call_soon_threadsafe(box["loop"].stop)
