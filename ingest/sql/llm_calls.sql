@@ -5,7 +5,7 @@
 -- parent is a call span, form one group; the row comes from the member with messages, preferring
 -- the client side and the richest convention; token ids come from whichever member has them.
 -- agent_name: the nearest span at or above the call that is an agent (invoke_agent /
--- gen_ai.agent.name, OpenInference AGENT, agent.name, traceloop.span.kind = agent).
+-- gen_ai.agent.name, OpenInference AGENT, agent.name, traceloop.span.kind = agent, a LangGraph node).
 WITH RECURSIVE conv AS MATERIALIZED (
     SELECT * FROM llm_calls_genai_events
     UNION ALL BY NAME SELECT * FROM llm_calls_genai_latest
@@ -101,11 +101,18 @@ tree AS (
     SELECT trace_id, span_id, parent_span_id,
            coalesce(x[1], x[2], CASE WHEN x[3] = 'agent' THEN x[4] END,
                     nullif(regexp_extract("name", '^invoke_agent (.+)$', 1), ''),
-                    CASE WHEN x[5] = 'AGENT' OR x[6] = 'invoke_agent' THEN "name" END) AS agent
+                    CASE WHEN x[5] = 'AGENT' OR x[6] = 'invoke_agent' THEN "name" END,
+                    -- a LangGraph node is the agent of the calls made inside it: OpenInference keeps
+                    -- LangChain's run metadata as JSON text in `metadata` (on the node's span and on
+                    -- the LLM span itself), OpenLLMetry as association properties, LangSmith flat
+                    x[7], x[8], CASE WHEN lg THEN json_extract_string(try_cast(x[9] AS JSON), '$.langgraph_node') END) AS agent
     FROM (SELECT s.trace_id, s.span_id, s.parent_span_id, s."name",
+                 contains(CAST(s.attributes AS VARCHAR), 'langgraph_node') AS lg,
                  -- one parse of the attributes for every value read here
                  json_extract_string(s.attributes, ['$."gen_ai.agent.name"', '$."agent.name"', '$."traceloop.span.kind"',
-                     '$."traceloop.entity.name"', '$."openinference.span.kind"', '$."gen_ai.operation.name"']) AS x
+                     '$."traceloop.entity.name"', '$."openinference.span.kind"', '$."gen_ai.operation.name"',
+                     '$."traceloop.association.properties.langgraph_node"', '$."langsmith.metadata.langgraph_node"',
+                     '$."metadata"']) AS x
           FROM spans AS s SEMI JOIN calls AS c ON c.trace_id = s.trace_id)
 ),
 walk(trace_id, call_span_id, span_id, depth) AS (
