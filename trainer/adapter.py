@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from spanrl.errors import InputError
-from spanrl.transitions.snapshot import write_text_atomic
+from spanrl.transitions.snapshot import transitions_dir, write_text_atomic
 
 TMP_PREFIX = ".tmp-"
 WEIGHT_GLOBS = ("*.safetensors", "*.bin", "*.gguf")
@@ -149,3 +149,33 @@ def notify_vllm(url: str, cycle_id: str, folder: Path, timeout: float = 10.0) ->
         return f"--notify {endpoint}: HTTP {exc.code} {detail}; load {folder} by hand"
     except (urllib.error.URLError, OSError, ValueError) as exc:
         return f"--notify {endpoint}: {exc}; load {folder} by hand"
+
+
+def trained_rollout_ids(data: Path, root: Path, parent: tuple[str, Path, dict[str, Any]]) -> set[str]:
+    """Every rollout id the adapter chain ending at ``parent`` was trained on (``--new-only``).
+
+    Walks ``parent`` links through each cycle's training_state.json and reads the ``rollout_id``
+    column of the snapshot each cycle trained on. A snapshot that is gone makes the answer unknown,
+    which is an error: guessing would train old rollouts again or skip new ones.
+    """
+    import pyarrow.parquet as pq
+
+    seen: set[str] = set()
+    cycle_id, state = parent[0], parent[2]
+    while True:
+        sid = state.get("snapshot_id")
+        folder = transitions_dir(data) / str(sid)
+        parts = sorted(folder.glob("part-*.parquet"))
+        if not sid or not (folder / "manifest.json").is_file():
+            raise InputError(f"{folder}: cycle {cycle_id} was trained on snapshot {sid}, which is gone, so which "
+                             "rollouts are new is unknown; train without --new-only (or restore that snapshot)")
+        for part in parts:
+            seen.update(pq.read_table(part, columns=["rollout_id"]).column("rollout_id").to_pylist())
+        if not state.get("parent"):
+            return seen
+        cycle_id = state["parent"]
+        path = root / cycle_id / "training_state.json"
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InputError(f"{path}: unreadable ({exc}); train without --new-only, or with --fresh") from None

@@ -48,6 +48,7 @@ def _train_help(name: str) -> str:
 @click.option("--seed", type=int, default=None, help=_train_help("seed"))
 @click.option("--fresh", is_flag=True, default=None, help=_train_help("fresh"))
 @click.option("--retrain", is_flag=True, default=None, help=_train_help("retrain"))
+@click.option("--new-only", is_flag=True, default=None, help=_train_help("new_only"))
 @click.option("--notify", default=None, help="vLLM base URL: POST /v1/load_lora_adapter after saving (failure = warning).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 def train(data: Path, model: Path, snapshot: str | None, loss: str | None, out: Path | None, config_file: Path | None,

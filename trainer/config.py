@@ -68,6 +68,8 @@ class TrainConfig:
     gradient_checkpointing: bool = field(default=False, metadata={"help": "Recompute activations (less memory)."})
     seed: int = field(default=0, metadata={"help": "Seed for LoRA init and rollout order."})
     fresh: bool = field(default=False, metadata={"help": "Start a new adapter instead of continuing LATEST."})
+    new_only: bool = field(default=False, metadata={
+        "help": "Train only on rollouts that no earlier cycle of adapters/LATEST's chain trained on."})
     retrain: bool = field(default=False, metadata={
         "help": "Train on a snapshot that adapters/LATEST was already trained on (default: skip it)."})
 

@@ -32,6 +32,7 @@ from spanrl.trainer.adapter import (
     notify_vllm,
     read_latest,
     save_cycle,
+    trained_rollout_ids,
 )
 from spanrl.trainer.config import TrainConfig
 from spanrl.trainer.data import (
@@ -90,6 +91,7 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True) ->
         raise InputError(f"snapshot {snapshot_id} has no transitions; ingest more rollouts, then train")
     root = cfg.adapters_root
     parent = None if cfg.fresh else read_latest(root)
+    already_trained_rows = 0  # rows left out by --new-only
     if parent is not None:
         check_parent(parent, base_path, base_hash)
         trained = parent[2].get("snapshot_content_hash")
@@ -97,6 +99,17 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True) ->
             raise AlreadyTrained(
                 f"adapters/LATEST ({parent[0]}) was already trained on snapshot {parent[2].get('snapshot_id')}, "
                 f"whose rows equal {snapshot_id}'s; ingest new rollouts first, or pass --retrain")
+        if cfg.new_only:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            seen = trained_rollout_ids(cfg.data, root, parent)
+            before = table.num_rows
+            table = table.filter(pc.invert(pc.is_in(table["rollout_id"], value_set=pa.array(sorted(seen), pa.string()))))
+            if table.num_rows == 0:
+                raise AlreadyTrained(f"snapshot {snapshot_id} holds no rollout that adapters/LATEST ({parent[0]}) "
+                                     "and its parents have not trained on (--new-only)")
+            already_trained_rows = before - table.num_rows
     tokenizer = AutoTokenizer.from_pretrained(base_path, local_files_only=True)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
     seqs, stats = build_sequences(table, tokenizer, cfg.max_prompt_tokens, cfg.max_response_tokens, _stop_ids(base_path, tokenizer))
@@ -196,7 +209,8 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True) ->
         state = {
             **line, "parent": parent[0] if parent else None, "base_model": str(base_path), "base_model_hash": base_hash,
             "snapshot_content_hash": manifest.get("content_hash"), "config": cfg.to_dict(), "seed": cfg.seed,
-            "steps": len(steps), "epochs": epochs, "data": vars(stats), "world_size": world, "weights_sha256": digest,
+            "steps": len(steps), "epochs": epochs, "data": vars(stats),
+            "already_trained_rows": already_trained_rows, "world_size": world, "weights_sha256": digest,
             "lora": _lora_summary(model), "spanrl_version": __version__, "versions": _versions(),
         }
         history = _read_cycles(root) + [line]

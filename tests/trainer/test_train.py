@@ -332,3 +332,30 @@ def test_gradient_checkpointing_and_micro_batching_do_not_change_the_result(mode
     a = load_file(plain.folder / "adapter_model.safetensors")
     b = load_file(other.folder / "adapter_model.safetensors")
     assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-4  # one micro-batch vs one per call, recomputed
+
+
+def test_new_only_trains_each_rollout_once_across_cumulative_snapshots(model_dir: Path, tokenizer, tmp_path: Path) -> None:
+    """Ingest snapshots every complete rollout in the lake, old ones too; --new-only leaves out the
+    rollouts any earlier cycle of the chain trained on, and says so when nothing new is left."""
+    from spanrl.transitions.snapshot import transitions_dir
+
+    old = tiny_rollout_rows(tokenizer, n_tasks=2)
+    first = write_rows_snapshot(tmp_path, old)
+    train(_cfg(model_dir, tmp_path, lr=1e-3), progress=False)
+    new = [{**r, "rollout_id": "new-" + str(r["rollout_id"])} for r in tiny_rollout_rows(tokenizer, n_tasks=1)]
+    write_rows_snapshot(tmp_path, old + new)  # the next night: cumulative
+    second = train(_cfg(model_dir, tmp_path, lr=1e-3, new_only=True), progress=False)
+    state = _state(second.folder)
+    assert state["already_trained_rows"] == len(old) and state["transitions"] == len(new)
+    assert state["rollouts"] == len({r["rollout_id"] for r in new})
+    # a third snapshot with other rewards but no new rollout: nothing to do
+    write_rows_snapshot(tmp_path, [{**r, "final_reward": 0.5} for r in old + new])
+    with pytest.raises(AlreadyTrained, match="--new-only"):
+        train(_cfg(model_dir, tmp_path, new_only=True), progress=False)
+    # without the snapshot the first cycle trained on, what is new cannot be told
+    import shutil
+
+    shutil.rmtree(first)
+    assert not (transitions_dir(tmp_path) / first.name).exists()
+    with pytest.raises(InputError, match="is gone"):
+        train(_cfg(model_dir, tmp_path, new_only=True), progress=False)
