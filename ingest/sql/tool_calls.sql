@@ -2,7 +2,7 @@
 -- From tool spans: GenAI execute_tool (gen_ai.operation.name / span name), OpenInference TOOL,
 -- traceloop.span.kind = tool, LangSmith tool runs, Vercel ai.toolCall. llm_span_id is the LLM call
 -- whose output asked for it: by tool_call_id, else the last call of the trace that ended before
--- the tool started. When a call's tool call has no tool span, the row comes from the call's output
+-- the tool started; arguments are that call's own (JSON text as the model wrote it) when known. When a call's tool call has no tool span, the row comes from the call's output
 -- (span_id NULL) and its result from the tool-role message of a later call in the trace.
 WITH calls AS MATERIALIZED (
     SELECT trace_id, span_id, start_ns, end_ns, input_messages, output_message FROM llm_calls
@@ -69,8 +69,18 @@ output_rows AS (
     WHERE NOT EXISTS (SELECT 1 FROM span_rows AS r WHERE r.trace_id = q.trace_id
                       AND (r.tool_call_id = q.tool_call_id OR (r.tool_call_id IS NULL AND r.llm_span_id = q.llm_span_id)))
 )
-SELECT trace_id, span_id, llm_span_id, tool_name, arguments, result, status_code, error_type, start_ns, end_ns, tool_call_id
-FROM span_rows
+SELECT trace_id, span_id, llm_span_id, tool_name,
+       -- the arguments the model wrote (its tool call, by id, else the one call of that name it made)
+       -- win over what the tool span recorded: instrumentations rewrite tool input (OpenInference
+       -- unwraps a one-key dict to its value), and AIR judges the model's output, not the tool's view
+       coalesce((SELECT any_value(q.arguments) FROM asked AS q
+                 WHERE q.trace_id = r.trace_id AND q.tool_call_id = r.tool_call_id),
+                (SELECT CASE WHEN count(*) = 1 THEN any_value(q.arguments) END FROM asked AS q
+                 WHERE q.trace_id = r.trace_id AND q.llm_span_id = r.llm_span_id AND q.tool_name = r.tool_name
+                   AND r.tool_call_id IS NULL),
+                arguments) AS arguments,
+       result, status_code, error_type, start_ns, end_ns, tool_call_id
+FROM span_rows AS r
 UNION ALL
 SELECT trace_id, span_id, llm_span_id, tool_name, arguments, result, status_code, error_type, start_ns, end_ns, tool_call_id
 FROM output_rows

@@ -49,9 +49,13 @@ def test_langgraph_nodes_name_the_agents_of_their_calls(langgraph_lake) -> None:
         assert json.loads(outp).get("content") == response["choices"][0]["message"].get("content")
     call_id = json.loads(rows[0][4])["tool_calls"][0]["id"]
     assert json.loads(rows[1][3])[-1] == {"role": "tool", "content": "facts about What is OTLP?", "tool_call_id": call_id}
-    (tool,) = con.execute("SELECT tool_name, llm_span_id, result FROM tool_calls WHERE trace_id = ?",
+    (tool,) = con.execute("SELECT tool_name, llm_span_id, result, arguments FROM tool_calls WHERE trace_id = ?",
                           [run["trace_id"]]).fetchall()
-    assert tool == ("search", rows[0][0], "facts about What is OTLP?")
+    assert tool[:3] == ("search", rows[0][0], "facts about What is OTLP?")
+    # OpenInference records the tool's input unwrapped ("What is OTLP?"); the row keeps what the
+    # model wrote, so the bad-arguments AIR rule judges the model's output, not the tool span's view
+    assert json.loads(tool[3]) == {"query": "What is OTLP?"} == json.loads(json.loads(rows[0][4])["tool_calls"][0]["function"]["arguments"])
+    assert con.execute("SELECT attributes->>'input.value' FROM spans WHERE name = 'search'").fetchall() == [("What is OTLP?",)]
 
 
 def test_agent_filter_keeps_one_node_with_the_whole_rollouts_reward(langgraph_lake) -> None:
@@ -60,6 +64,7 @@ def test_agent_filter_keeps_one_node_with_the_whole_rollouts_reward(langgraph_la
                           "--settle", "0s", "--agent", "^writer$"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     table, _ = read_snapshot(data)
+    assert "AIR hits by rule" in out.stdout and "bad_tool_arguments" not in out.stdout
     assert table.column("agent_name").to_pylist() == ["writer"]
     assert table.column("final_reward").to_pylist() == [0.75]
     assert json.loads(table.column("prompt_messages")[0].as_py())[0] == {"role": "system", "content": "You write."}
