@@ -159,3 +159,27 @@ def test_calculator_tool_and_answer_parsing() -> None:
 def test_the_agent_imports_no_spanrl() -> None:
     source = (ROOT / "examples" / "calc_agent" / "agent.py").read_text()
     assert not re.search(r"^\s*(from|import)\s+spanrl", source, re.M)
+
+
+def test_a_cycle_with_nothing_to_train_keeps_the_policy(tmp_path: Path) -> None:
+    """``--loss sft`` keeps only rollouts at or above --sft-min-return; a cycle where none is leaves
+    the policy as it is (the real `spanrl train` exits 2, the demo goes on), any other failure stops it."""
+    from rich.console import Console
+
+    from spanrl.trainer.demo import Demo, DemoConfig, StepError
+    from tests.helpers.tiny_model import tiny_rollout_rows, write_rows_snapshot
+
+    model = make_tiny_model(tmp_path / "tiny")
+    from transformers import AutoTokenizer
+
+    sid = write_rows_snapshot(tmp_path, tiny_rollout_rows(AutoTokenizer.from_pretrained(model))).name
+    console = Console(record=True, width=200)
+    demo = Demo(DemoConfig(data=tmp_path, train_args=["--loss", "sft", "--sft-min-return", "99"]), console)
+    demo.logs.mkdir(parents=True)
+    assert demo.train(0, model, sid) > 0
+    said = console.export_text()
+    assert "cycle 0: nothing to train on" in said and "sft_dropped=12" in said
+    assert not (tmp_path / "adapters" / "LATEST").exists()
+    with pytest.raises(StepError, match="exit code 2") as failed:  # a real error still stops the demo
+        Demo(DemoConfig(data=tmp_path, train_args=["--loss", "sft"]), console).train(0, tmp_path / "no-model", sid)
+    assert "no such folder" in failed.value.log_tail

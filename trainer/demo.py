@@ -171,6 +171,14 @@ def port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+class StepError(RuntimeError):
+    """A pipeline step that exited non-zero: its exit code and the tail of its log."""
+
+    def __init__(self, message: str, code: int, log_tail: str) -> None:
+        super().__init__(message)
+        self.code, self.log_tail = code, log_tail
+
+
 def run_step(name: str, cmd: list[str], log_dir: Path) -> float:
     """Run one pipeline step to completion (its output goes to the log); return its seconds."""
     log_path = log_dir / f"{name}.log"
@@ -184,7 +192,8 @@ def run_step(name: str, cmd: list[str], log_dir: Path) -> float:
         finally:
             stop_group(proc)
     if code != 0:
-        raise RuntimeError(f"`{shlex.join(cmd[2:])}` failed with exit code {code}; see {log_path}\n{tail(log_path)}")
+        last = tail(log_path)
+        raise StepError(f"`{shlex.join(cmd[2:])}` failed with exit code {code}; see {log_path}\n{last}", code, last)
     return time.monotonic() - started
 
 
@@ -388,9 +397,7 @@ class Demo:
             snapshot = train_snapshot(self.data, cycle) if self.cfg.on_policy else "LATEST"
             progress.advance(step)
             step = progress.add_task(f"cycle {cycle}: train (snapshot -> LoRA adapter)", total=1)
-            result.seconds["train"] = run_step("train", spanrl_command(
-                "train", "--data", str(self.data), "--model", str(model), "--snapshot", snapshot,
-                *self.cfg.train_args), self.logs)
+            result.seconds["train"] = self.train(cycle, model, snapshot)
             progress.advance(step)
             result.adapter = self._policy_name()
             step = progress.add_task(f"cycle {cycle}: serve picks up {result.adapter}", total=1)
@@ -401,6 +408,20 @@ class Demo:
         self.console.print(f"cycle {cycle}: train reward {fmt(result.train_reward)}  held-out {fmt(result.eval_reward)}"
                            f"  -> adapter {result.adapter}")
         return result
+
+    def train(self, cycle: int, model: Path, snapshot: str) -> float:
+        """One `spanrl train`; its seconds. A cycle with nothing trainable (``--loss sft`` and no
+        rollout reached ``--sft-min-return``) keeps the policy for the next cycle, which samples anew."""
+        started = time.monotonic()
+        try:
+            run_step("train", spanrl_command("train", "--data", str(self.data), "--model", str(model),
+                                             "--snapshot", snapshot, *self.cfg.train_args), self.logs)
+        except StepError as exc:
+            if exc.code != 2 or "no trainable transitions" not in exc.log_tail:
+                raise
+            reason = exc.log_tail.strip().splitlines()[-1]
+            self.console.print(f"cycle {cycle}: nothing to train on ({reason}); the policy stays as it is")
+        return time.monotonic() - started
 
     def evaluate_only(self, cycle: int) -> CycleResult:
         """The last policy's held-out score, then one more ingest so the lake holds every span."""
