@@ -158,9 +158,11 @@ def wait_until(check, what: str, proc: subprocess.Popen, log: Path, timeout_s: f
     raise RuntimeError(f"{what}: not ready after {timeout_s:.0f} s; see {log}\n{tail(log)}")
 
 
-def tail(path: Path, lines: int = 15) -> str:
+def tail(path: Path, lines: int = 15, start: int = 0) -> str:
     try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            return "\n".join(fh.read().decode(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
 
@@ -186,13 +188,14 @@ def run_step(name: str, cmd: list[str], log_dir: Path) -> float:
     with open(log_path, "ab") as log:
         log.write(f"\n$ {shlex.join(cmd)}\n".encode())
         log.flush()
+        offset = log.tell()  # this run's output starts here (the log keeps every earlier run)
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             code = proc.wait()
         finally:
             stop_group(proc)
     if code != 0:
-        last = tail(log_path)
+        last = tail(log_path, start=offset)
         raise StepError(f"`{shlex.join(cmd[2:])}` failed with exit code {code}; see {log_path}\n{last}", code, last)
     return time.monotonic() - started
 
