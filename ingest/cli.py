@@ -21,6 +21,8 @@ def stage2_options(func):
         click.option("--advantage", type=click.Choice(ADVANTAGE_CHOICES), default=None, help="Advantage baseline [group]."),
         click.option("--missing-reward", type=click.Choice(["drop", "zero"]), default=None,
                      help="Rollouts with no reward: drop them or count 0 [drop]."),
+        click.option("--reward-key", "reward_keys", multiple=True, metavar="ATTR",
+                     help="Attribute holding a reward (span, event or log attribute); repeat or comma-list."),
         click.option("--settle", default=None, help="Quiet time before a rollout counts as complete [10m]."),
         click.option("--memory-limit", default=None, help="DuckDB memory limit; spills to disk beyond [2GB]."),
         click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,

@@ -37,6 +37,10 @@ class IngestConfig:
     settle_s: float = field(default=600.0, metadata={"help": "Quiet time before a rollout is complete."})
     memory_limit: str = field(default="2GB", metadata={"help": "DuckDB memory limit (spills beyond)."})
     threads: int | None = field(default=None, metadata={"help": "DuckDB threads (default: all cores)."})
+    reward_keys: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Extra attributes whose value is a reward (span, span-event and log-record attributes)."},
+    )
     config_file: Path | None = field(default=None, metadata={"help": "spanrl.toml with [ingest] and [air]."})
 
     def __post_init__(self) -> None:
@@ -51,6 +55,7 @@ class IngestConfig:
             raise InputError(f"--gamma must be in (0, 1], got {self.gamma}")
         if self.settle_s < 0:
             raise InputError(f"--settle must be >= 0s, got {self.settle_s}s")
+        self.reward_keys = parse_reward_keys(self.reward_keys)
         if self.agent is not None:
             try:
                 re.compile(self.agent)
@@ -62,6 +67,27 @@ class IngestConfig:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}
 
 
+def parse_reward_keys(value: Any) -> list[str]:
+    """``--reward-key`` values (repeated flags, comma lists, or a TOML list/string) as one clean list.
+
+    Order is kept and duplicates dropped. A name with a quote or backslash cannot be an OTel attribute
+    name worth supporting, and would need escaping inside the JSON path the SQL builds: refused."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(v, str) for v in items):
+        raise InputError(f"reward_keys {value!r}: give attribute names, e.g. reward_keys = [\"eval.score\"]")
+    keys: list[str] = []
+    for item in items:
+        for key in (k.strip() for k in item.split(",")):
+            if any(c in key for c in '"\\') or any(ord(c) < 32 for c in key):
+                raise InputError(f"--reward-key {key!r}: an attribute name cannot hold quotes, backslashes "
+                                 "or control characters")
+            if key and key not in keys:
+                keys.append(key)
+    return keys
+
+
 def make_ingest_config(**flags: Any) -> IngestConfig:
     """Merge flags (None = not given) over the ``[ingest]`` table of the config file."""
     data = Path(flags.get("data") or "spanrl-data")
@@ -71,6 +97,7 @@ def make_ingest_config(**flags: Any) -> IngestConfig:
     unknown = set(table) - known
     if unknown:
         raise InputError(f"{cfg_file}: unknown keys in [ingest]: {', '.join(sorted(unknown))}")
-    merged: dict[str, Any] = {**table, **{k: v for k, v in flags.items() if v is not None}}
+    given = {k: v for k, v in flags.items() if v is not None and v != ()}  # () = a repeatable flag not given
+    merged: dict[str, Any] = {**table, **given}
     merged["config_file"] = cfg_file
     return IngestConfig(**merged)

@@ -59,6 +59,7 @@ def set_variables(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> None:
         "spanrl_agent_regex": cfg.agent,
         "spanrl_settle_ns": int(cfg.settle_s * 1e9),
         "spanrl_missing_reward": cfg.missing_reward,
+        "spanrl_reward_keys": cfg.reward_keys or None,  # VARCHAR[] of --reward-key names
     }
     for name, value in values.items():
         # SET VARIABLE takes no parameters; a constant subquery does (the name is ours, not user input).

@@ -1,91 +1,242 @@
 -- name: _explicit_rewards
--- Rewards the agent recorded in its own telemetry, one row each (DESIGN §5):
---   span       a span named spanrl.reward (spanrl.emit_reward), agentlightning.annotation
---              (agentlightning.reward.{i}.name/value, index 0 primary) or v0.2 agentlightning.reward
---              spans with a plain `reward` attribute
---   attribute  any other span carrying spanrl.reward, or OpenInference evaluations.{i}.evaluation.*
---   event      a span event named spanrl.reward or gen_ai.evaluation.result (score.value), or the same
---              event sent as a log record (the logs table, event_name + attributes, joined by span, else trace)
--- target_span_id is the span the reward hangs on (the reward span's parent, else the span itself).
-WITH s AS (
-    SELECT sp.*, r.rollout_id FROM spans sp JOIN _span_tree r USING (trace_id, span_id)
+-- Rewards the agent recorded in its own telemetry, one row each (DESIGN §5; docs/transitions.md):
+--   span       a span named spanrl.reward (spanrl.emit_reward); agentlightning.annotation
+--              (agentlightning.reward.{i}.name/value, index 0 primary) and v0.2 agentlightning.reward
+--              spans with a plain `reward` attribute; AgentOps v0.1 (Agent Lightning's @reward):
+--              agentops.task.output / agentops.entity.output = JSON {"type": "reward", "value": x},
+--              primary; a GenAI evaluation span (named gen_ai.evaluation.result or evaluat*) carrying
+--              gen_ai.evaluation.score.value / .label
+--   attribute  any other span carrying spanrl.reward, gen_ai.evaluation.score.value / .label, an
+--              OpenInference evaluations.{i}.evaluation.score, or an attribute named by --reward-key
+--   event      a span event named spanrl.reward or gen_ai.evaluation.result (or any event / log
+--              record carrying spanrl.reward or gen_ai.evaluation.score.*), the same event sent as a
+--              log record (logs: event_name + attributes; rollout by span, else by the call its
+--              gen_ai.response.id names, else by trace), or an event / log-record attribute named by
+--              --reward-key
+-- A value is a number, a numeric string, a boolean (true 1, false 0) or a pass/fail-style label
+-- (1: pass passed true correct yes success relevant; 0: fail failed false incorrect no failure
+-- not_relevant irrelevant); gen_ai.evaluation.score.label is read when score.value is absent.
+-- A reward field whose value is none of these, or NaN/±Inf, stays as a row with value NULL: rewards
+-- reports it as source `rejected`, and the final-reward choice (rollouts.sql, arg_max) skips it.
+-- target_span_id is the span the reward hangs on (a reward span's parent, else the span itself).
+-- Speed: one scan of `spans`; cheap substring tests on the attribute/event text pick the few
+-- candidate spans before any JSON is parsed, and only those are joined to their rollout.
+WITH keys AS (  -- --reward-key names (spanrl_reward_keys), minus the attributes a built-in reads
+    SELECT coalesce(list_filter(CAST(getvariable('spanrl_reward_keys') AS VARCHAR[]),
+                                lambda k: k NOT IN ('spanrl.reward', 'gen_ai.evaluation.score.value',
+                                                    'gen_ai.evaluation.score.label')), []) AS k
+),
+hinted AS (
+    SELECT sp.trace_id, sp.span_id, nullif(sp.parent_span_id, '') AS parent_span_id, sp.name, sp.attributes,
+           sp.events, sp.end_ns,
+           contains(sp.a, 'spanrl.reward') AS f_spanrl,
+           sp.name IN ('agentlightning.annotation', 'agentlightning.reward') AS f_agl,
+           contains(sp.a, 'evaluations.') AS f_oi,
+           contains(sp.a, 'gen_ai.evaluation.score.') AS f_eval,
+           contains(sp.a, 'agentops.') AND contains(sp.a, 'reward') AS f_agentops,
+           -- a key whose text is absent cannot be there (non-ASCII keys may be escaped: always tested)
+           coalesce(list_bool_or(list_transform(keys.k, lambda x: contains(sp.a, x) OR strlen(x) <> length(x))),
+                    false) AS f_keys,
+           sp.ev NOT IN ('[]', '')
+               AND (contains(sp.ev, 'spanrl.reward') OR contains(sp.ev, 'gen_ai.evaluation.')
+                    OR coalesce(list_bool_or(list_transform(keys.k, lambda x: contains(sp.ev, x)
+                                                                              OR strlen(x) <> length(x))), false))
+               AS f_events
+    FROM (SELECT *, CAST(attributes AS VARCHAR) AS a, coalesce(CAST(events AS VARCHAR), '') AS ev FROM spans) sp,
+         keys
+),
+s AS MATERIALIZED (  -- the candidate spans with their rollout: every branch below reads only these
+    SELECT h.*, r.rollout_id
+    FROM hinted h JOIN _span_tree r USING (trace_id, span_id)
+    WHERE h.f_spanrl OR h.f_agl OR h.f_oi OR h.f_eval OR h.f_agentops OR h.f_keys OR h.f_events
 ),
 spanrl AS (
     SELECT trace_id, span_id, rollout_id,
-           coalesce(attributes->>'spanrl.reward.name', 'reward') AS name,
-           spanrl_reward_value(attributes->>'spanrl.reward') AS value,
+           coalesce(attributes->>'spanrl.reward.name', 'reward') AS rname,
+           attributes->>'spanrl.reward' AS raw, NULL::VARCHAR AS label,
            CASE WHEN name = 'spanrl.reward' THEN 'span' ELSE 'attribute' END AS source,
            end_ns AS ts_ns,
-           CASE WHEN name = 'spanrl.reward' THEN nullif(parent_span_id, '') ELSE span_id END AS target_span_id,
+           CASE WHEN name = 'spanrl.reward' THEN parent_span_id ELSE span_id END AS target_span_id,
            coalesce(attributes->>'spanrl.reward.name', '') = 'primary' AS is_primary
     FROM s
-    WHERE contains(CAST(attributes AS VARCHAR), 'spanrl.reward')  -- cheap test first: most spans have none
-      AND attributes->>'spanrl.reward' IS NOT NULL
+    WHERE f_spanrl AND (attributes->>'spanrl.reward') IS NOT NULL
 ),
 agl_keys AS (
     SELECT trace_id, span_id, rollout_id, end_ns, parent_span_id, attributes,
            regexp_extract(unnest(json_keys(attributes)), '^agentlightning\.reward\.(\d+)\.value$', 1) AS idx
     FROM s
-    WHERE name IN ('agentlightning.annotation', 'agentlightning.reward')
+    WHERE f_agl
 ),
 agl AS (
     SELECT trace_id, span_id, rollout_id,
            coalesce(json_extract_string(attributes, 'agentlightning.reward.' || idx || '.name'),
-                    CASE WHEN idx = '0' THEN 'primary' ELSE 'reward.' || idx END) AS name,
-           spanrl_reward_value(json_extract_string(attributes, 'agentlightning.reward.' || idx || '.value')) AS value,
-           'span' AS source, end_ns AS ts_ns, nullif(parent_span_id, '') AS target_span_id,
-           idx = '0' AS is_primary
+                    CASE WHEN idx = '0' THEN 'primary' ELSE 'reward.' || idx END) AS rname,
+           json_extract_string(attributes, 'agentlightning.reward.' || idx || '.value') AS raw, NULL AS label,
+           'span' AS source, end_ns AS ts_ns, parent_span_id AS target_span_id, idx = '0' AS is_primary
     FROM agl_keys WHERE idx <> ''
 ),
 agl_v02 AS (
-    SELECT trace_id, span_id, rollout_id, 'primary' AS name, spanrl_reward_value(attributes->>'reward') AS value,
-           'span' AS source, end_ns AS ts_ns, nullif(parent_span_id, '') AS target_span_id, true AS is_primary
+    SELECT trace_id, span_id, rollout_id, 'primary' AS rname, attributes->>'reward' AS raw, NULL AS label,
+           'span' AS source, end_ns AS ts_ns, parent_span_id AS target_span_id, true AS is_primary
     FROM s
-    WHERE name IN ('agentlightning.reward', 'agentlightning.annotation') AND attributes->>'reward' IS NOT NULL
+    WHERE f_agl AND (attributes->>'reward') IS NOT NULL
+),
+agentops_out AS (  -- Agent Lightning's reader: task output first, then entity output
+    SELECT trace_id, span_id, rollout_id, end_ns, parent_span_id,
+           TRY_CAST(attributes->>'agentops.task.output' AS JSON) AS t,
+           TRY_CAST(attributes->>'agentops.entity.output' AS JSON) AS e
+    FROM s
+    WHERE f_agentops
+),
+agentops AS (
+    SELECT trace_id, span_id, rollout_id, 'primary' AS rname,
+           CASE WHEN t->>'type' = 'reward' THEN t->>'value' ELSE e->>'value' END AS raw, NULL AS label,
+           'span' AS source, end_ns AS ts_ns, parent_span_id AS target_span_id, true AS is_primary
+    FROM agentops_out
+    WHERE coalesce(t->>'type' = 'reward', false) OR coalesce(e->>'type' = 'reward', false)
+),
+genai_eval AS (  -- GenAI evaluation attributes on a span (an evaluation span, or the evaluated span itself)
+    SELECT trace_id, span_id, rollout_id,
+           coalesce(attributes->>'gen_ai.evaluation.name', 'evaluation') AS rname,
+           attributes->>'gen_ai.evaluation.score.value' AS raw,
+           attributes->>'gen_ai.evaluation.score.label' AS label,
+           CASE WHEN is_eval_span THEN 'span' ELSE 'attribute' END AS source, end_ns AS ts_ns,
+           CASE WHEN is_eval_span THEN coalesce(parent_span_id, span_id) ELSE span_id END AS target_span_id,
+           false AS is_primary
+    FROM (SELECT *, name = 'gen_ai.evaluation.result' OR starts_with(lower(name), 'evaluat')
+                    OR starts_with(name, 'gen_ai.evaluation') AS is_eval_span
+          FROM s WHERE f_eval)
+    WHERE (attributes->>'gen_ai.evaluation.score.value') IS NOT NULL
+       OR (attributes->>'gen_ai.evaluation.score.label') IS NOT NULL
 ),
 oi_keys AS (
     SELECT trace_id, span_id, rollout_id, end_ns, attributes,
            regexp_extract(unnest(json_keys(attributes)), '^evaluations\.(\d+)\.evaluation\.score$', 1) AS idx
     FROM s
-    WHERE contains(CAST(attributes AS VARCHAR), 'evaluations.')  -- cheap test before listing the keys
+    WHERE f_oi
       AND list_contains(list_transform(json_keys(attributes), lambda k: starts_with(k, 'evaluations.')), true)
 ),
 openinference AS (
     SELECT trace_id, span_id, rollout_id,
-           coalesce(json_extract_string(attributes, 'evaluations.' || idx || '.evaluation.name'), 'evaluation') AS name,
-           spanrl_reward_value(json_extract_string(attributes, 'evaluations.' || idx || '.evaluation.score')) AS value,
+           coalesce(json_extract_string(attributes, 'evaluations.' || idx || '.evaluation.name'), 'evaluation') AS rname,
+           json_extract_string(attributes, 'evaluations.' || idx || '.evaluation.score') AS raw,
+           json_extract_string(attributes, 'evaluations.' || idx || '.evaluation.label') AS label,
            'attribute' AS source, end_ns AS ts_ns, span_id AS target_span_id, false AS is_primary
     FROM oi_keys WHERE idx <> ''
+),
+key_attrs AS (  -- --reward-key on span attributes (a v0.2 Agent Lightning span's `reward` is read above)
+    SELECT trace_id, span_id, rollout_id, key AS rname,
+           json_extract_string(attributes, '$."' || key || '"') AS raw, NULL AS label,
+           'attribute' AS source, end_ns AS ts_ns, span_id AS target_span_id, false AS is_primary
+    FROM (SELECT s.*, unnest(keys.k) AS key FROM s, keys WHERE s.f_keys)
+    WHERE NOT (f_agl AND key = 'reward')
+      AND json_extract_string(attributes, '$."' || key || '"') IS NOT NULL
 ),
 evs AS (
     SELECT trace_id, span_id, rollout_id, end_ns, unnest(TRY_CAST(CAST(events AS JSON) AS JSON[])) AS e
     FROM s
-    WHERE events IS NOT NULL AND CAST(events AS VARCHAR) NOT IN ('[]', '')
+    WHERE f_events
 ),
-events AS (
+ev_rewards AS (
     SELECT trace_id, span_id, rollout_id,
-           coalesce(e->'attributes'->>'spanrl.reward.name', e->'attributes'->>'gen_ai.evaluation.name', 'reward') AS name,
-           spanrl_reward_value(coalesce(e->'attributes'->>'spanrl.reward',
-                                        e->'attributes'->>'gen_ai.evaluation.score.value')) AS value,
+           coalesce(e->'attributes'->>'spanrl.reward.name', e->'attributes'->>'gen_ai.evaluation.name', 'reward') AS rname,
+           coalesce(e->'attributes'->>'spanrl.reward', e->'attributes'->>'gen_ai.evaluation.score.value') AS raw,
+           e->'attributes'->>'gen_ai.evaluation.score.label' AS label,
            'event' AS source, coalesce(spanrl_event_ns(e), end_ns) AS ts_ns, span_id AS target_span_id,
            coalesce(e->'attributes'->>'spanrl.reward.name', '') = 'primary' AS is_primary
     FROM evs
     WHERE e->>'name' IN ('spanrl.reward', 'gen_ai.evaluation.result')
+       OR (e->'attributes'->>'spanrl.reward') IS NOT NULL
+       OR (e->'attributes'->>'gen_ai.evaluation.score.value') IS NOT NULL
+       OR (e->'attributes'->>'gen_ai.evaluation.score.label') IS NOT NULL
+),
+ev_keys AS (  -- --reward-key on span-event attributes
+    SELECT trace_id, span_id, rollout_id, key AS rname,
+           json_extract_string(e->'attributes', '$."' || key || '"') AS raw, NULL AS label,
+           'event' AS source, coalesce(spanrl_event_ns(e), end_ns) AS ts_ns, span_id AS target_span_id,
+           false AS is_primary
+    FROM (SELECT evs.*, unnest(keys.k) AS key FROM evs, keys)
+    WHERE json_extract_string(e->'attributes', '$."' || key || '"') IS NOT NULL
+),
+lg0 AS (  -- log records that may hold a reward
+    SELECT l.trace_id, l.span_id, l.time_ns, l.attributes,
+           l.event_name IN ('spanrl.reward', 'gen_ai.evaluation.result')
+               OR (contains(CAST(l.attributes AS VARCHAR), 'spanrl.reward')
+                   AND (l.attributes->>'spanrl.reward') IS NOT NULL)
+               OR (contains(CAST(l.attributes AS VARCHAR), 'gen_ai.evaluation.score.')
+                   AND ((l.attributes->>'gen_ai.evaluation.score.value') IS NOT NULL
+                        OR (l.attributes->>'gen_ai.evaluation.score.label') IS NOT NULL)) AS is_event,
+           list_filter(keys.k, lambda x: contains(CAST(l.attributes AS VARCHAR), x) OR strlen(x) <> length(x))
+               AS hit_keys
+    FROM logs l, keys
+    WHERE l.event_name IN ('spanrl.reward', 'gen_ai.evaluation.result')
+       OR contains(CAST(l.attributes AS VARCHAR), 'spanrl.reward')
+       OR contains(CAST(l.attributes AS VARCHAR), 'gen_ai.evaluation.score.')
+       OR coalesce(list_bool_or(list_transform(keys.k, lambda x: contains(CAST(l.attributes AS VARCHAR), x)
+                                                                  OR strlen(x) <> length(x))), false)
+),
+lg AS (  -- ... with their rollout and target: by span; else the LLM call whose gen_ai.response.id the
+         -- record names (GenAI semconv, for evaluations without a span), else the trace's rollout
+    SELECT coalesce(l.trace_id, rc.trace_id) AS trace_id, l.span_id, l.time_ns, l.attributes, l.is_event,
+           l.hit_keys, coalesce(st.rollout_id, rc.rollout_id, r.rollout_id) AS rollout_id,
+           CASE WHEN st.span_id IS NOT NULL THEN l.span_id ELSE coalesce(rc.span_id, l.span_id) END
+               AS target_span_id
+    FROM lg0 l
+    LEFT JOIN _trace_rollouts r ON r.trace_id = l.trace_id
+    LEFT JOIN _span_tree st ON st.trace_id = l.trace_id AND st.span_id = l.span_id
+    LEFT JOIN (SELECT response_id, min(trace_id) AS trace_id, min(span_id) AS span_id,
+                      min(rollout_id) AS rollout_id
+               FROM _rollout_calls WHERE response_id IS NOT NULL GROUP BY response_id) rc
+           ON st.span_id IS NULL AND rc.response_id = l.attributes->>'gen_ai.response.id'
+    WHERE coalesce(st.rollout_id, rc.rollout_id, r.rollout_id) IS NOT NULL
+      AND (l.is_event OR len(l.hit_keys) > 0)
 ),
 log_events AS (
-    SELECT l.trace_id, l.span_id, coalesce(st.rollout_id, r.rollout_id) AS rollout_id,
-           coalesce(l.attributes->>'spanrl.reward.name', l.attributes->>'gen_ai.evaluation.name', 'reward') AS name,
-           spanrl_reward_value(coalesce(l.attributes->>'spanrl.reward',
-                                        l.attributes->>'gen_ai.evaluation.score.value')) AS value,
-           'event' AS source, l.time_ns AS ts_ns, l.span_id AS target_span_id,
-           coalesce(l.attributes->>'spanrl.reward.name', '') = 'primary' AS is_primary
-    FROM logs l JOIN _trace_rollouts r USING (trace_id)
-    LEFT JOIN _span_tree st ON st.trace_id = l.trace_id AND st.span_id = l.span_id
-    WHERE l.event_name IN ('spanrl.reward', 'gen_ai.evaluation.result')
+    SELECT trace_id, span_id, rollout_id,
+           coalesce(attributes->>'spanrl.reward.name', attributes->>'gen_ai.evaluation.name', 'reward') AS rname,
+           coalesce(attributes->>'spanrl.reward', attributes->>'gen_ai.evaluation.score.value') AS raw,
+           attributes->>'gen_ai.evaluation.score.label' AS label,
+           'event' AS source, time_ns AS ts_ns, target_span_id,
+           coalesce(attributes->>'spanrl.reward.name', '') = 'primary' AS is_primary
+    FROM lg WHERE is_event
+),
+log_keys AS (  -- --reward-key on log-record attributes
+    SELECT trace_id, span_id, rollout_id, key AS rname,
+           json_extract_string(attributes, '$."' || key || '"') AS raw, NULL AS label,
+           'event' AS source, time_ns AS ts_ns, target_span_id, false AS is_primary
+    FROM (SELECT lg.*, unnest(hit_keys) AS key FROM lg)
+    WHERE json_extract_string(attributes, '$."' || key || '"') IS NOT NULL
+),
+found AS (
+    SELECT * FROM spanrl
+    UNION ALL SELECT * FROM agl
+    UNION ALL SELECT * FROM agl_v02
+    UNION ALL SELECT * FROM agentops
+    UNION ALL SELECT * FROM genai_eval
+    UNION ALL SELECT * FROM openinference
+    UNION ALL SELECT * FROM key_attrs
+    UNION ALL SELECT * FROM ev_rewards
+    UNION ALL SELECT * FROM ev_keys
+    UNION ALL SELECT * FROM log_events
+    UNION ALL SELECT * FROM log_keys
+),
+normed AS (  -- raw and label as label text: lower case, blanks and dashes as '_'
+    SELECT *, regexp_replace(lower(trim(raw)), '[\s-]+', '_', 'g') AS lr,
+              regexp_replace(lower(trim(label)), '[\s-]+', '_', 'g') AS ll
+    FROM found
+),
+valued AS (
+    SELECT *,
+           coalesce(spanrl_reward_value(raw),
+                    CASE WHEN lr IN ('pass', 'passed', 'true', 'correct', 'yes', 'success', 'relevant') THEN 1.0
+                         WHEN lr IN ('fail', 'failed', 'false', 'incorrect', 'no', 'failure', 'not_relevant',
+                                     'irrelevant') THEN 0.0
+                         WHEN ll IN ('pass', 'passed', 'true', 'correct', 'yes', 'success', 'relevant') THEN 1.0
+                         WHEN ll IN ('fail', 'failed', 'false', 'incorrect', 'no', 'failure', 'not_relevant',
+                                     'irrelevant') THEN 0.0
+                    END) AS v
+    FROM normed
 )
-SELECT * FROM spanrl WHERE value IS NOT NULL
-UNION ALL SELECT * FROM agl WHERE value IS NOT NULL
-UNION ALL SELECT * FROM agl_v02 WHERE value IS NOT NULL
-UNION ALL SELECT * FROM openinference WHERE value IS NOT NULL
-UNION ALL SELECT * FROM events WHERE value IS NOT NULL
-UNION ALL SELECT * FROM log_events WHERE value IS NOT NULL
+SELECT trace_id, span_id, rollout_id, rname AS name, CASE WHEN isfinite(v) THEN v END AS value, source, ts_ns,
+       target_span_id, is_primary
+FROM valued

@@ -1,7 +1,8 @@
 -- name: stage-2 macros
 -- Small scalar helpers shared by the rollout, reward and AIR SQL (created once per connection).
 -- Variables read (SET VARIABLE by spanrl.ingest.rollouts.set_variables; NULL = not configured):
---   spanrl_rollout_key, spanrl_task_key, spanrl_agent_regex, spanrl_settle_ns, spanrl_missing_reward
+--   spanrl_rollout_key, spanrl_task_key, spanrl_agent_regex, spanrl_settle_ns, spanrl_missing_reward,
+--   spanrl_reward_keys (VARCHAR[] of --reward-key attribute names)
 
 -- A span status that means failure, whatever spelling stage 1 chose (ERROR, STATUS_CODE_ERROR, 2).
 CREATE OR REPLACE MACRO spanrl_is_error(code) AS
