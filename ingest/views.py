@@ -19,7 +19,7 @@ VIEW_ORDER = ["spans", "logs", "llm_calls", "tool_calls", "rewards", "rollouts"]
 # llm_calls is one UNION ALL BY NAME over one file per convention (ingest/sql/llm_calls/*.sql).
 CALL_VIEWS = ("llm_calls", "tool_calls")  # the views the snapshot builder materialises itself
 LLM_CONVENTIONS = ["genai_events", "genai_latest", "openinference", "openllmetry", "langsmith", "vercel_ai",
-                   "logfire", "agent_lightning"]
+                   "logfire", "agent_lightning", "payload"]
 
 
 def sql_literal(value: str | Path | list[str] | list[Path]) -> str:

@@ -15,6 +15,7 @@ WITH RECURSIVE conv AS MATERIALIZED (
     UNION ALL BY NAME SELECT * FROM llm_calls_vercel_ai
     UNION ALL BY NAME SELECT * FROM llm_calls_logfire
     UNION ALL BY NAME SELECT * FROM llm_calls_agent_lightning
+    UNION ALL BY NAME SELECT * FROM llm_calls_payload
 ),
 members AS (
     SELECT c.trace_id, c.span_id, c.convention, c.priority, c.input_messages, c.output_message, c.tools,

@@ -111,3 +111,73 @@ CREATE OR REPLACE MACRO openinference_message(a, ks, p, default_role) AS chat_me
         json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.function.name"'),
         json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.tool_call.function.arguments"')))),
     json_extract_string(a, '$."' || p || 'tool_call_id"'));
+
+-- ---------------------------------------------------------------------------------------------
+-- Whole request / response bodies (llm_calls/payload.sql): OpenAI chat and Responses API,
+-- Anthropic Messages (content blocks), Gemini (contents / parts, snake_case or camelCase),
+-- LangChain-serialised messages. Each macro takes JSON and never fails on an unknown shape.
+
+-- Text of a content value: a string, or its text parts joined ({"type": "text" | "input_text" |
+-- "output_text", "text"}, pydantic-ai {"kind": "text"}, a Gemini part {"text"} that is not a
+-- "thought", a bare string); thinking, images and tool blocks are left out.
+CREATE OR REPLACE MACRO body_text(j) AS CASE
+    WHEN j IS NULL OR json_type(j) = 'NULL' THEN NULL
+    WHEN json_type(j) = 'VARCHAR' THEN json_extract_string(j, '$')
+    WHEN json_type(j) = 'ARRAY' THEN nullif(array_to_string(list_transform(json_extract(j, '$[*]'), lambda p: coalesce(CASE
+        WHEN json_type(p) = 'VARCHAR' THEN json_extract_string(p, '$')
+        WHEN coalesce(json_extract_string(p, '$.type'), json_extract_string(p, '$.kind'), 'text') IN ('text', 'input_text', 'output_text')
+             AND coalesce(json_extract_string(p, '$.thought'), 'false') <> 'true'
+        THEN json_extract_string(p, '$.text') END, '')), ''), '')
+    ELSE CAST(j AS VARCHAR) END;
+
+-- A system prompt: Anthropic "system" (string or text blocks), Gemini system_instruction (string,
+-- a Content {"parts": [...]}, a Part {"text"}, or a list of them), OpenAI Responses "instructions".
+CREATE OR REPLACE MACRO body_system_text(j) AS
+    body_text(CASE WHEN json_type(j) = 'OBJECT' THEN coalesce(json_extract(j, '$.parts'), to_json([j])) ELSE j END);
+
+-- One content block / part / Responses item: is it a tool call, a tool result?
+CREATE OR REPLACE MACRO block_fn(b, k) AS coalesce(json_extract(b, '$.' || k), json_extract(b, '$.' || CASE k
+    WHEN 'function_call' THEN 'functionCall' WHEN 'function_response' THEN 'functionResponse' END));
+CREATE OR REPLACE MACRO block_is_call(b) AS
+    coalesce(json_extract_string(b, '$.type') IN ('tool_use', 'function_call'), false) OR block_fn(b, 'function_call') IS NOT NULL;
+CREATE OR REPLACE MACRO block_is_result(b) AS
+    coalesce(json_extract_string(b, '$.type') IN ('tool_result', 'function_call_output'), false)
+    OR block_fn(b, 'function_response') IS NOT NULL;
+-- A tool call block -> OpenAI tool call: Anthropic tool_use {id, name, input}, Responses function_call
+-- {call_id, name, arguments}, Gemini {function_call: {id?, name, args}} (no id: the name stands in).
+CREATE OR REPLACE MACRO block_tool_call(b) AS chat_tool_call(
+    CASE WHEN json_extract_string(b, '$.type') = 'function_call'
+         THEN coalesce(json_extract_string(b, '$.call_id'), json_extract_string(b, '$.id'))
+         ELSE coalesce(json_extract_string(b, '$.id'), json_extract_string(block_fn(b, 'function_call'), '$.id'),
+                       json_extract_string(block_fn(b, 'function_call'), '$.name')) END,
+    coalesce(json_extract_string(b, '$.name'), json_extract_string(block_fn(b, 'function_call'), '$.name')),
+    json_text(coalesce(json_extract(b, '$.input'), json_extract(b, '$.arguments'), json_extract(block_fn(b, 'function_call'), '$.args'))));
+-- A tool result block -> an OpenAI tool message: Anthropic tool_result {tool_use_id, content},
+-- Responses function_call_output {call_id, output}, Gemini {function_response: {id?, name, response}}.
+CREATE OR REPLACE MACRO block_tool_message(b) AS chat_message('tool',
+    CASE WHEN json_extract_string(b, '$.type') = 'tool_result' THEN body_text(json_extract(b, '$.content'))
+         ELSE json_text(coalesce(json_extract(b, '$.output'), json_extract(block_fn(b, 'function_response'), '$.response'))) END,
+    NULL,
+    coalesce(json_extract_string(b, '$.tool_use_id'), json_extract_string(b, '$.call_id'),
+             json_extract_string(block_fn(b, 'function_response'), '$.id'), json_extract_string(block_fn(b, 'function_response'), '$.name')));
+
+-- A string that should have been JSON (and did not parse) is malformed, not a prompt.
+CREATE OR REPLACE MACRO body_is_broken(j) AS json_type(j) = 'VARCHAR' AND regexp_matches(json_extract_string(j, '$'), '^\s*[\[{]');
+
+-- Tool definitions of a request body: OpenAI {"type":"function","function"}, flat {name, description,
+-- parameters | input_schema (Anthropic) | inputSchema | parameters_json_schema (pydantic-ai)}, Gemini
+-- {function_declarations: [...]}.
+CREATE OR REPLACE MACRO body_tools(j) AS nullif(to_json(flatten(list_transform(json_extract(j, '$[*]'), lambda t: CASE
+    WHEN json_type(json_or_text(t)) <> 'OBJECT' THEN []
+    WHEN json_exists(json_or_text(t), '$.function') THEN [json_or_text(t)]
+    WHEN coalesce(json_extract(t, '$.function_declarations'), json_extract(t, '$.functionDeclarations')) IS NOT NULL
+    THEN list_transform(json_extract(coalesce(json_extract(t, '$.function_declarations'), json_extract(t, '$.functionDeclarations')), '$[*]'),
+        lambda d: json_object('type', 'function', 'function', json_object('name', json_extract_string(d, '$.name'),
+            'description', json_extract_string(d, '$.description'),
+            'parameters', coalesce(json_extract(d, '$.parameters'), json_extract(d, '$.parameters_json_schema'),
+                                   json_extract(d, '$.parametersJsonSchema')))))
+    WHEN json_exists(json_or_text(t), '$.name') THEN [json_object('type', 'function', 'function', json_object(
+        'name', json_extract_string(json_or_text(t), '$.name'), 'description', json_extract_string(json_or_text(t), '$.description'),
+        'parameters', coalesce(json_or_text(json_extract(json_or_text(t), '$.parameters')), json_extract(json_or_text(t), '$.input_schema'),
+                               json_extract(json_or_text(t), '$.inputSchema'), json_extract(json_or_text(t), '$.parameters_json_schema'))))]
+    ELSE [] END))), '[]');

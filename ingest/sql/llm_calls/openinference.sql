@@ -14,7 +14,8 @@ msgs AS (
     FROM src
 )
 SELECT trace_id, span_id, 'openinference' AS convention,
-       to_json(list_transform(ins, lambda p: openinference_message(a, ks, p, NULL))) AS input_messages,
+       -- NULL, not '[]', when the span has no flattened messages: then a body-only row (payload.sql) wins
+       nullif(to_json(list_transform(ins, lambda p: openinference_message(a, ks, p, NULL))), '[]') AS input_messages,
        list_transform(outs, lambda p: openinference_message(a, ks, p, 'assistant'))[1] AS output_message,
        chat_tools(to_json(list_transform(tools_idx, lambda i: json_extract(a, '$."llm.tools.' || i || '.tool.json_schema"')))) AS tools,
        coalesce(json_extract_string(a, '$."llm.finish_reason"'),
