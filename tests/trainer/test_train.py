@@ -171,7 +171,7 @@ def test_sft_trains_on_good_rollouts_only(model_dir: Path, tokenizer, tmp_path: 
     state = _state(result.folder)
     assert state["rollouts"] == 2 and state["data"]["sft_dropped"] == 8
     with pytest.raises(InputError, match="sft"):
-        train(_cfg(model_dir, tmp_path, loss="sft", sft_min_return=99.0), progress=False)
+        train(_cfg(model_dir, tmp_path, loss="sft", sft_min_return=99.0, retrain=True), progress=False)
 
 
 def test_config_validation_says_what_to_set() -> None:
