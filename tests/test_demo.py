@@ -38,7 +38,10 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     model = make_tiny_model(tmp_path / "tiny")
     data = tmp_path / "data"
     env = {**os.environ, "COLUMNS": "200"}
-    proc = subprocess.run([sys.executable, "-m", "spanrl", "demo", "--quick", "--data", str(data), "--model", str(model)],
+    # pg, not the demo's default sft on correct rollouts: a random tiny model is never correct, and
+    # this test needs every stage, training included, to run
+    proc = subprocess.run([sys.executable, "-m", "spanrl", "demo", "--quick", "--data", str(data), "--model", str(model),
+                           "--train-args", "--loss pg --lr 5e-4 --rollouts-per-step 4"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=230)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 

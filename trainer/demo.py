@@ -67,9 +67,12 @@ class DemoConfig:
     max_batch: int = 32  # the server's batch: all concurrent rollouts of a phase in one generate call
     on_policy: bool = True  # train each cycle on its own rollouts only (see train_snapshot)
     ingest_args: list[str] = field(default_factory=lambda: ["--credit", "identical", "--advantage", "group"])
-    # Few rollouts per cycle on CPU, so a larger step than spanrl train's default (2e-5) and a
-    # step every 4 rollouts: 6 optimizer steps per cycle.
-    train_args: list[str] = field(default_factory=lambda: ["--loss", "pg", "--lr", "5e-4", "--rollouts-per-step", "4"])
+    # Expert iteration (RAFT/ReST): each cycle fine-tunes on its best correct rollout of each task
+    # (reward >= 1.0, top 1 per task: one example per operator, so no operator crowds out the
+    # others), with a larger step than spanrl train's default (2e-5) because a CPU cycle sees few
+    # rollouts. docs/demo.md has the measured runs behind this choice (pg runs 1-3, sft runs 4-6).
+    train_args: list[str] = field(default_factory=lambda: [
+        "--loss", "sft", "--sft-min-return", "1.0", "--sft-top-k", "1", "--lr", "5e-4", "--rollouts-per-step", "2"])
     reload_timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
