@@ -162,6 +162,8 @@ def plot_history(rows: list[dict[str, Any]], path: Path) -> Path:
     twin = ax.twinx()
     twin.plot(x, series("air_hits"), "r^-", label="AIR hits")
     twin.set_ylabel("AIR hits")
+    twin.set_ylim(bottom=0, top=max([v for v in series("air_hits") if v == v] + [1]) * 1.1)  # counts: from 0
+    twin.yaxis.get_major_locator().set_params(integer=True)
     for a in axes.flat:
         a.set_xticks(x)
     fig.tight_layout()
