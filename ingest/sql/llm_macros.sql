@@ -29,6 +29,17 @@ CREATE OR REPLACE MACRO blocks_text(s) AS CASE
     WHEN json_type(try_cast(s AS JSON)) = 'ARRAY' THEN content_text(try_cast(s AS JSON))
     ELSE s END;
 
+-- A flattened content attribute that holds a JSON list of typed content blocks (OpenLLMetry writes
+-- list content as json.dumps: [{"type": "text", "text": ...}, {"type": "image_url", ...}]) -> the
+-- text of its text blocks; any other string (a user who typed "[1, 2]") is kept as it is.
+CREATE OR REPLACE MACRO typed_blocks_text(s) AS CASE
+    WHEN starts_with(ltrim(s), '[') AND json_type(try_cast(s AS JSON)) = 'ARRAY'
+         AND json_array_length(try_cast(s AS JSON)) > 0
+         AND list_bool_and(list_transform(json_extract(try_cast(s AS JSON), '$[*]'),
+                                          lambda b: json_type(b) = 'OBJECT' AND json_exists(b, '$.type')))
+    THEN content_text(try_cast(s AS JSON))
+    ELSE s END;
+
 CREATE OR REPLACE MACRO chat_tool_call(id, name, arguments) AS
     json_object('id', id, 'type', 'function', 'function', json_object('name', name, 'arguments', arguments));
 

@@ -190,3 +190,22 @@ def test_agent_lightning_token_ids_alone_are_a_call(lake) -> None:
     (row,) = rows[traces["agent_lightning"]]
     assert row["convention"] == "token_ids" and row["input_messages"] is None
     assert (row["prompt_token_ids"], row["response_token_ids"], row["response_id"]) == ([7, 8], [9], "al-1")
+
+
+def test_openllmetry_list_content_is_text_but_a_bracketed_message_stays(tmp_path) -> None:
+    """OpenLLMetry writes list content (multimodal parts, Anthropic blocks) as JSON text of typed
+    blocks; the message content is their text. A user message that merely looks like JSON stays."""
+    blocks = json.dumps([{"type": "text", "text": "Weather in "}, {"type": "image_url", "image_url": {"url": "x"}},
+                         {"type": "text", "text": "Paris?"}])
+    tid, sid = new_trace_id(), new_span_id()
+    write_lines(tmp_path / "otel" / "traces.jsonl", [trace_line([span("openai.chat", tid, sid, kind=3, attrs={
+        "gen_ai.system": "openai", "llm.request.type": "chat",
+        "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": blocks,
+        "gen_ai.prompt.1.role": "assistant", "gen_ai.prompt.1.content": "[1, 2, 3]",
+        "gen_ai.prompt.2.role": "user", "gen_ai.prompt.2.content": '[{"a": 1}]',
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.content": json.dumps([{"type": "text", "text": "Rainy."}])})])])
+    ingest(tmp_path)
+    (row,) = connect(tmp_path).execute("SELECT input_messages, output_message FROM llm_calls").fetchall()
+    assert [m["content"] for m in json.loads(row[0])] == ["Weather in Paris?", "[1, 2, 3]", '[{"a": 1}]']
+    assert json.loads(row[1]) == {"role": "assistant", "content": "Rainy."}

@@ -1,7 +1,8 @@
 -- llm_calls/openllmetry: Traceloop OpenLLMetry <= 0.54 flattened attributes:
 -- gen_ai.prompt.{i}.{role,content,tool_call_id,tool_calls.{k}.{id,name,arguments}},
 -- gen_ai.completion.{i}.{role,content,finish_reason,tool_calls...}, llm.request.functions.{i}.*.
--- (>= 0.55 writes gen_ai.input.messages: see genai_latest.sql.)
+-- (>= 0.55 writes gen_ai.input.messages: see genai_latest.sql.) List content (multimodal, Anthropic
+-- blocks) arrives as JSON text of typed blocks: its text parts become the message content.
 WITH src AS (
     SELECT trace_id, span_id, attributes AS a, json_keys(attributes) AS ks
     FROM _llm_spans
@@ -12,7 +13,7 @@ WITH src AS (
 )
 SELECT trace_id, span_id, 'openllmetry' AS convention,
        to_json(list_transform(list_transform(flat_indices(ks, 'gen_ai.prompt.'), lambda i: 'gen_ai.prompt.' || i || '.'),
-           lambda p: chat_message(json_extract_string(a, '$."' || p || 'role"'), json_extract_string(a, '$."' || p || 'content"'),
+           lambda p: chat_message(json_extract_string(a, '$."' || p || 'role"'), typed_blocks_text(json_extract_string(a, '$."' || p || 'content"')),
                to_json(list_transform(flat_indices(ks, p || 'tool_calls.'), lambda k: chat_tool_call(
                    json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.id"'),
                    json_extract_string(a, '$."' || p || 'tool_calls.' || k || '.name"'),
@@ -21,7 +22,7 @@ SELECT trace_id, span_id, 'openllmetry' AS convention,
        CASE WHEN json_exists(a, '$."gen_ai.completion.0.role"') OR json_exists(a, '$."gen_ai.completion.0.content"')
             OR json_exists(a, '$."gen_ai.completion.0.tool_calls.0.name"') THEN chat_message(
            coalesce(json_extract_string(a, '$."gen_ai.completion.0.role"'), 'assistant'),
-           json_extract_string(a, '$."gen_ai.completion.0.content"'),
+           typed_blocks_text(json_extract_string(a, '$."gen_ai.completion.0.content"')),
            to_json(list_transform(flat_indices(ks, 'gen_ai.completion.0.tool_calls.'), lambda k: chat_tool_call(
                json_extract_string(a, '$."gen_ai.completion.0.tool_calls.' || k || '.id"'),
                json_extract_string(a, '$."gen_ai.completion.0.tool_calls.' || k || '.name"'),
