@@ -15,7 +15,8 @@
 --              --reward-key
 -- A value is a number, a numeric string, a boolean (true 1, false 0) or a pass/fail-style label
 -- (1: pass passed true correct yes success relevant; 0: fail failed false incorrect no failure
--- not_relevant irrelevant); gen_ai.evaluation.score.label is read when score.value is absent.
+-- not_relevant irrelevant: spanrl_label_value in rollouts/macros.sql); gen_ai.evaluation.score.label is
+-- read when score.value is absent.
 -- A reward field whose value is none of these, or NaN/±Inf, stays as a row with value NULL: rewards
 -- reports it as source `rejected`, and the final-reward choice (rollouts.sql, arg_max) skips it.
 -- target_span_id is the span the reward hangs on (a reward span's parent, else the span itself).
@@ -34,14 +35,10 @@ hinted AS (
            contains(sp.a, 'evaluations.') AS f_oi,
            contains(sp.a, 'gen_ai.evaluation.score.') AS f_eval,
            contains(sp.a, 'agentops.') AND contains(sp.a, 'reward') AS f_agentops,
-           -- a key whose text is absent cannot be there (non-ASCII keys may be escaped: always tested)
-           coalesce(list_bool_or(list_transform(keys.k, lambda x: contains(sp.a, x) OR strlen(x) <> length(x))),
-                    false) AS f_keys,
+           spanrl_may_hold_any(sp.a, keys.k) AS f_keys,
            sp.ev NOT IN ('[]', '')
                AND (contains(sp.ev, 'spanrl.reward') OR contains(sp.ev, 'gen_ai.evaluation.')
-                    OR coalesce(list_bool_or(list_transform(keys.k, lambda x: contains(sp.ev, x)
-                                                                              OR strlen(x) <> length(x))), false))
-               AS f_events
+                    OR spanrl_may_hold_any(sp.ev, keys.k)) AS f_events
     FROM (SELECT *, CAST(attributes AS VARCHAR) AS a, coalesce(CAST(events AS VARCHAR), '') AS ev FROM spans) sp,
          keys
 ),
@@ -166,14 +163,12 @@ lg0 AS (  -- log records that may hold a reward
                OR (contains(CAST(l.attributes AS VARCHAR), 'gen_ai.evaluation.score.')
                    AND ((l.attributes->>'gen_ai.evaluation.score.value') IS NOT NULL
                         OR (l.attributes->>'gen_ai.evaluation.score.label') IS NOT NULL)) AS is_event,
-           list_filter(keys.k, lambda x: contains(CAST(l.attributes AS VARCHAR), x) OR strlen(x) <> length(x))
-               AS hit_keys
+           list_filter(keys.k, lambda x: spanrl_may_hold(CAST(l.attributes AS VARCHAR), x)) AS hit_keys
     FROM logs l, keys
     WHERE l.event_name IN ('spanrl.reward', 'gen_ai.evaluation.result')
        OR contains(CAST(l.attributes AS VARCHAR), 'spanrl.reward')
        OR contains(CAST(l.attributes AS VARCHAR), 'gen_ai.evaluation.score.')
-       OR coalesce(list_bool_or(list_transform(keys.k, lambda x: contains(CAST(l.attributes AS VARCHAR), x)
-                                                                  OR strlen(x) <> length(x))), false)
+       OR spanrl_may_hold_any(CAST(l.attributes AS VARCHAR), keys.k)
 ),
 lg AS (  -- ... with their rollout and target: by span; else the LLM call whose gen_ai.response.id the
          -- record names (GenAI semconv, for evaluations without a span), else the trace's rollout
@@ -220,22 +215,9 @@ found AS (
     UNION ALL SELECT * FROM log_events
     UNION ALL SELECT * FROM log_keys
 ),
-normed AS (  -- raw and label as label text: lower case, blanks and dashes as '_'
-    SELECT *, regexp_replace(lower(trim(raw)), '[\s-]+', '_', 'g') AS lr,
-              regexp_replace(lower(trim(label)), '[\s-]+', '_', 'g') AS ll
-    FROM found
-),
 valued AS (
-    SELECT *,
-           coalesce(spanrl_reward_value(raw),
-                    CASE WHEN lr IN ('pass', 'passed', 'true', 'correct', 'yes', 'success', 'relevant') THEN 1.0
-                         WHEN lr IN ('fail', 'failed', 'false', 'incorrect', 'no', 'failure', 'not_relevant',
-                                     'irrelevant') THEN 0.0
-                         WHEN ll IN ('pass', 'passed', 'true', 'correct', 'yes', 'success', 'relevant') THEN 1.0
-                         WHEN ll IN ('fail', 'failed', 'false', 'incorrect', 'no', 'failure', 'not_relevant',
-                                     'irrelevant') THEN 0.0
-                    END) AS v
-    FROM normed
+    SELECT *, coalesce(spanrl_reward_value(raw), spanrl_label_value(raw), spanrl_label_value(label)) AS v
+    FROM found
 )
 SELECT trace_id, span_id, rollout_id, rname AS name, CASE WHEN isfinite(v) THEN v END AS value, source, ts_ns,
        target_span_id, is_primary

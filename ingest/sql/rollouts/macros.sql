@@ -15,14 +15,27 @@ CREATE OR REPLACE MACRO spanrl_reward_value(v) AS
         ELSE TRY_CAST(CAST(v AS VARCHAR) AS DOUBLE)
     END;
 
+-- A pass/fail-style label as a reward: 1 or 0, NULL for any other text (blanks and dashes as '_').
+CREATE OR REPLACE MACRO spanrl_label_value(v) AS
+    CASE regexp_replace(lower(trim(CAST(v AS VARCHAR))), '[\s-]+', '_', 'g')
+        WHEN 'pass' THEN 1.0 WHEN 'passed' THEN 1.0 WHEN 'true' THEN 1.0 WHEN 'correct' THEN 1.0
+        WHEN 'yes' THEN 1.0 WHEN 'success' THEN 1.0 WHEN 'relevant' THEN 1.0
+        WHEN 'fail' THEN 0.0 WHEN 'failed' THEN 0.0 WHEN 'false' THEN 0.0 WHEN 'incorrect' THEN 0.0
+        WHEN 'no' THEN 0.0 WHEN 'failure' THEN 0.0 WHEN 'not_relevant' THEN 0.0 WHEN 'irrelevant' THEN 0.0
+    END;
+
+-- Speed: a key whose text is absent from a JSON text cannot be in it, so this cheap substring test
+-- lets callers skip the JSON parse for most rows (keys with '"', '\' or non-ASCII may be escaped in
+-- the JSON: they always pass). _any: one of several keys (false for an empty or NULL list).
+CREATE OR REPLACE MACRO spanrl_may_hold(text, key) AS
+    contains(text, key) OR contains(key, '"') OR contains(key, '\') OR strlen(key) <> length(key);
+CREATE OR REPLACE MACRO spanrl_may_hold_any(text, keys) AS
+    coalesce(list_bool_or(list_transform(keys, lambda x: spanrl_may_hold(text, x))), false);
+
 -- An attribute looked up on the span first, then on its resource (NULL when key is NULL).
--- Speed: a key whose text is absent from the JSON cannot be in it, so the cheap substring test
--- skips the JSON parse for most spans (keys with '"', '\' or non-ASCII may be escaped: always parsed).
 CREATE OR REPLACE MACRO spanrl_json_key(j, key) AS CASE
     WHEN j IS NULL OR key IS NULL THEN NULL
-    WHEN contains(CAST(j AS VARCHAR), key) OR contains(key, '"') OR contains(key, '\')
-         OR strlen(key) <> length(key)
-    THEN json_extract_string(j, key) END;
+    WHEN spanrl_may_hold(CAST(j AS VARCHAR), key) THEN json_extract_string(j, key) END;
 CREATE OR REPLACE MACRO spanrl_attr(attributes, resource, key) AS
     coalesce(spanrl_json_key(attributes, key), spanrl_json_key(resource, key));
 
