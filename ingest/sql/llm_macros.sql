@@ -90,16 +90,6 @@ CREATE OR REPLACE MACRO parts_messages(m) AS CASE
         lambda p: chat_message('tool', json_text(coalesce(p.response, p.result)), NULL, p.id))
     ELSE [chat_message(m."role", parts_text(m), parts_tool_calls(m), NULL)] END;
 
--- Tool definitions: OpenAI {"type":"function","function":{...}} or flat {"type","name","parameters"}.
-CREATE OR REPLACE MACRO chat_tools(j) AS nullif(to_json(list_transform(json_extract(j, '$[*]'),
-    lambda t: CASE WHEN json_extract(json_or_text(t), '$.function') IS NOT NULL THEN json_or_text(t)
-        ELSE json_object('type', coalesce(json_extract_string(json_or_text(t), '$.type'), 'function'),
-                         'function', json_object('name', json_extract_string(json_or_text(t), '$.name'),
-                                                 'description', json_extract_string(json_or_text(t), '$.description'),
-                                                 'parameters', coalesce(json_or_text(json_extract(json_or_text(t), '$.parameters')),
-                                                                        json_or_text(json_extract(json_or_text(t), '$.inputSchema')))))
-        END)), '[]');
-
 -- Flattened indexed attributes (OpenInference llm.input_messages.{i}..., OpenLLMetry gen_ai.prompt.{i}...):
 -- the sorted distinct indices i that follow `prefix` among the keys ks.
 CREATE OR REPLACE MACRO flat_indices(ks, prefix) AS list_sort(list_distinct(list_filter(list_transform(
@@ -175,20 +165,22 @@ CREATE OR REPLACE MACRO block_tool_message(b) AS chat_message('tool',
 -- A string that should have been JSON (and did not parse) is malformed, not a prompt.
 CREATE OR REPLACE MACRO body_is_broken(j) AS json_type(j) = 'VARCHAR' AND regexp_matches(json_extract_string(j, '$'), '^\s*[\[{]');
 
--- Tool definitions of a request body: OpenAI {"type":"function","function"}, flat {name, description,
--- parameters | input_schema (Anthropic) | inputSchema | parameters_json_schema (pydantic-ai)}, Gemini
--- {function_declarations: [...]}.
-CREATE OR REPLACE MACRO body_tools(j) AS nullif(to_json(flatten(list_transform(json_extract(j, '$[*]'), lambda t: CASE
-    WHEN json_type(json_or_text(t)) <> 'OBJECT' THEN []
-    WHEN json_exists(json_or_text(t), '$.function') THEN [json_or_text(t)]
+-- Tool definitions, as OpenAI {"type": "function", "function": {name, description, parameters}}, from:
+-- OpenAI (kept as it is), flat {type?, name, description, parameters | input_schema (Anthropic) |
+-- inputSchema (MCP, Vercel) | parameters_json_schema (pydantic-ai)}, Gemini {function_declarations:
+-- [...]}; entries may be JSON text (Python SDK attributes). Anything else (no name) is left out.
+CREATE OR REPLACE MACRO chat_tools(j) AS nullif(to_json(flatten(list_transform(
+    list_transform(json_extract(j, '$[*]'), lambda t: json_or_text(t)), lambda t: CASE
+    WHEN json_type(t) <> 'OBJECT' THEN []
+    WHEN json_exists(t, '$.function') THEN [t]
     WHEN coalesce(json_extract(t, '$.function_declarations'), json_extract(t, '$.functionDeclarations')) IS NOT NULL
     THEN list_transform(json_extract(coalesce(json_extract(t, '$.function_declarations'), json_extract(t, '$.functionDeclarations')), '$[*]'),
         lambda d: json_object('type', 'function', 'function', json_object('name', json_extract_string(d, '$.name'),
             'description', json_extract_string(d, '$.description'),
             'parameters', coalesce(json_extract(d, '$.parameters'), json_extract(d, '$.parameters_json_schema'),
                                    json_extract(d, '$.parametersJsonSchema')))))
-    WHEN json_exists(json_or_text(t), '$.name') THEN [json_object('type', 'function', 'function', json_object(
-        'name', json_extract_string(json_or_text(t), '$.name'), 'description', json_extract_string(json_or_text(t), '$.description'),
-        'parameters', coalesce(json_or_text(json_extract(json_or_text(t), '$.parameters')), json_extract(json_or_text(t), '$.input_schema'),
-                               json_extract(json_or_text(t), '$.inputSchema'), json_extract(json_or_text(t), '$.parameters_json_schema'))))]
+    WHEN json_exists(t, '$.name') THEN [json_object('type', coalesce(json_extract_string(t, '$.type'), 'function'),
+        'function', json_object('name', json_extract_string(t, '$.name'), 'description', json_extract_string(t, '$.description'),
+            'parameters', coalesce(json_or_text(json_extract(t, '$.parameters')), json_extract(t, '$.input_schema'),
+                                   json_or_text(json_extract(t, '$.inputSchema')), json_extract(t, '$.parameters_json_schema'))))]
     ELSE [] END))), '[]');

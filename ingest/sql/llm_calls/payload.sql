@@ -172,7 +172,7 @@ SELECT b.trace_id, b.span_id, 'payload' AS convention, b.source AS payload_sourc
                                                     lambda t: t IS NOT NULL), lambda t: chat_message('system', t, NULL, NULL))
                          || coalesce(x.ins, [])) END AS input_messages,
        x.om AS output_message,
-       body_tools(coalesce(b.tools_j, b.q[11], b.q[12])) AS tools,
+       chat_tools(coalesce(b.tools_j, b.q[11], b.q[12])) AS tools,
        json_extract_string(coalesce(b.r[12], b.r[13], b.r[14], b.r[15], b.r[16], b.r[17]), '$') AS finish_reason,
        coalesce(b.attr_model, json_extract_string(coalesce(b.q[17], b.r[29], b.r[30], b.r[31]), '$')) AS model,  -- request first, as llm_calls
        b.attr_provider AS provider,
