@@ -165,11 +165,10 @@ def trained_rollout_ids(data: Path, root: Path, parent: tuple[str, Path, dict[st
     while True:
         sid = state.get("snapshot_id")
         folder = transitions_dir(data) / str(sid)
-        parts = sorted(folder.glob("part-*.parquet"))
         if not sid or not (folder / "manifest.json").is_file():
             raise InputError(f"{folder}: cycle {cycle_id} was trained on snapshot {sid}, which is gone, so which "
                              "rollouts are new is unknown; train without --new-only (or restore that snapshot)")
-        for part in parts:
+        for part in sorted(folder.glob("part-*.parquet")):
             seen.update(pq.read_table(part, columns=["rollout_id"]).column("rollout_id").to_pylist())
         if not state.get("parent"):
             return seen
