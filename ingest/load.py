@@ -25,11 +25,15 @@ import pyarrow.parquet as pq
 
 from spanrl.errors import InputError
 from spanrl.ingest.config import IngestConfig
+from spanrl.ingest.decode import decode_to_json_lines
 from spanrl.ingest.scan import (
+    FileStateError,
     Reject,
     SpanFile,
-    decode_to_json_lines,
+    check_unchanged,
+    close_planned,
     list_input_files,
+    open_planned,
     plan_files,
     read_file_state,
     write_file_state,
@@ -54,6 +58,7 @@ class LakeSummary:
     duplicates: int = 0
     seconds: float = 0.0
     reject_samples: list[Reject] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # file-level: each names the path and what happened
 
     @property
     def spans_per_s(self) -> float:
@@ -122,6 +127,7 @@ def _text_chunks(src: Path, work: Path, first_line: int) -> list[tuple[Path, int
                 carry = data
                 continue
             piece, carry = data[:cut], data[cut:]
+            piece = _valid_utf8(piece)
             path = work / f"chunk-{len(chunks)}.jsonl"
             path.write_bytes(piece)
             chunks.append((path, line, piece.endswith(b"\n")))
@@ -129,6 +135,16 @@ def _text_chunks(src: Path, work: Path, first_line: int) -> list[tuple[Path, int
             if not block:
                 break
     return chunks
+
+
+def _valid_utf8(piece: bytes) -> bytes:
+    """``piece`` with bytes that are not UTF-8 replaced (U+FFFD), so DuckDB can split it into lines:
+    the lines holding them become rejects, the others load unchanged."""
+    try:
+        piece.decode("utf-8")
+        return piece
+    except UnicodeDecodeError:
+        return piece.decode("utf-8", errors="replace").encode("utf-8")
 
 
 def load_slow(con: duckdb.DuckDBPyConnection, item: SpanFile, src: Path, out: Path, params: dict,
@@ -154,13 +170,14 @@ def load_slow(con: duckdb.DuckDBPyConnection, item: SpanFile, src: Path, out: Pa
         chunk.unlink()
 
 
-def stage_file(con: duckdb.DuckDBPyConnection, item: SpanFile, out: Path, work: Path,
+def stage_file(con: duckdb.DuckDBPyConnection, item: SpanFile, fd: int, out: Path, work: Path,
                params: dict) -> tuple[int, int]:
-    """One span file (its unread bytes) -> staged Parquet under ``out``; returns (spans, logs)."""
+    """The planned bytes of one span file (read through ``fd``) -> staged Parquet under ``out``;
+    returns (spans, logs)."""
     if item.end <= item.start and item.fmt == "json":
         return 0, 0
     work.mkdir(parents=True, exist_ok=True)
-    src = decode_to_json_lines(item, work / "decoded.jsonl")
+    src = decode_to_json_lines(item, fd, work / "decoded.jsonl")
     if src.exists() and src.stat().st_size and not load_fast(con, item, src, out, params):
         try:
             load_slow(con, item, src, out, params, work)
@@ -219,6 +236,20 @@ def write_rejects(lake: Path, run_id: str, rejects: list[Reject], now: datetime)
     pq.write_table(pa.Table.from_pylist(rows, schema=REJECTS_SCHEMA), folder / f"{run_id}.parquet")
 
 
+def recover_file_state(lake: Path, warnings: list[str]) -> dict[str, dict]:
+    """``lake/_files.parquet``, or, when it is corrupt, a repair that loses nothing: the broken file is
+    moved aside and every span file is read again; spans already in the lake are dropped as duplicates
+    (keys ``trace_id, span_id``), so the lake itself is the record of what was ingested."""
+    try:
+        return read_file_state(lake)
+    except FileStateError as exc:
+        aside = lake / f"_files.parquet.corrupt-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+        (lake / "_files.parquet").replace(aside)
+        warnings.append(f"{exc}: moved to {aside} and rebuilt; every span file is read again this run and spans "
+                        "already in the lake are dropped as duplicates")
+        return {}
+
+
 def _file_record(item: SpanFile, spans: int, logs: int, now: datetime) -> dict:
     return {"path": str(item.path), "size": item.size, "fingerprint": item.fingerprint, "fp_len": item.fp_len,
             "format": item.fmt, "signal": item.signal, "active": item.active, "offset": item.end,
@@ -252,14 +283,24 @@ def _load_lake(cfg: IngestConfig, on_progress: Callable[[SpanFile, int], None] |
                on_plan: Callable[[list[SpanFile]], None] | None) -> LakeSummary:
     t0 = time.perf_counter()
     lake = cfg.data / "lake"
-    state = read_file_state(lake)
-    plan = plan_files(list_input_files(cfg.data, cfg.input), state)
-    if on_plan:
-        on_plan(plan)
     summary = LakeSummary()
-    if not plan:
-        summary.seconds = time.perf_counter() - t0
-        return summary
+    state = recover_file_state(lake, summary.warnings)
+    plan = plan_files(list_input_files(cfg.data, cfg.input), state, summary.warnings)
+    try:
+        if on_plan:
+            on_plan(plan)
+        if plan:
+            _load_plan(cfg, lake, state, plan, summary, on_progress)
+    finally:
+        for item in plan:
+            close_planned(item)
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def _load_plan(cfg: IngestConfig, lake: Path, state: dict[str, dict], plan: list[SpanFile], summary: LakeSummary,
+               on_progress: Callable[[SpanFile, int], None] | None) -> None:
+    """Stage every planned file, drop duplicates, publish, then record what was really read."""
     now = datetime.now(UTC).replace(tzinfo=None)
     run_id = now.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
     staging = lake / "_staging" / run_id
@@ -267,11 +308,17 @@ def _load_lake(cfg: IngestConfig, on_progress: Callable[[SpanFile, int], None] |
     tmp.mkdir(parents=True, exist_ok=True)
     con = open_work_connection(cfg, tmp)
     records: dict[str, dict] = {}
+    done: list[SpanFile] = []
     params = {"ingested_at": now}
     try:
         for i, item in enumerate(plan):
-            spans, logs = stage_file(con, item, staging / f"{i:06d}", tmp / f"work-{run_id}-{i}", params)
+            counts = _stage_planned(con, item, staging / f"{i:06d}", tmp / f"work-{run_id}-{i}", params,
+                                    summary.warnings)
+            if counts is None:
+                continue
+            spans, logs = counts
             records[str(item.path)] = _file_record(item, spans, logs, now)
+            done.append(item)
             summary.spans += spans
             summary.logs += logs
             summary.bytes += max(item.end - item.start, 0)
@@ -286,14 +333,30 @@ def _load_lake(cfg: IngestConfig, on_progress: Callable[[SpanFile, int], None] |
     finally:
         con.close()
         shutil.rmtree(staging, ignore_errors=True)
-    rejects = [r for item in plan for r in item.rejects]
+    rejects = [r for item in done for r in item.rejects]
     write_rejects(lake, run_id, rejects, now)
     write_file_state(lake, {**state, **records})
-    summary.files = len(plan)
+    summary.files = len(done)
     summary.rejects = len(rejects)
     summary.reject_samples = rejects[:5]
-    summary.seconds = time.perf_counter() - t0
-    return summary
+
+
+def _stage_planned(con: duckdb.DuckDBPyConnection, item: SpanFile, out: Path, work: Path, params: dict,
+                   warnings: list[str]) -> tuple[int, int] | None:
+    """Stage exactly the planned bytes of ``item``; None (nothing staged, nothing to record, a
+    warning instead) when the planned file is gone or changed in place while it was read."""
+    fd = open_planned(item)
+    if fd is None:
+        warnings.append(f"{item.path}: replaced or deleted before it was read; not recorded (read next run "
+                        "if it is still there)")
+        return None
+    counts = stage_file(con, item, fd, out, work, params)
+    problem = check_unchanged(item)
+    if problem is None:
+        return counts
+    shutil.rmtree(out, ignore_errors=True)
+    warnings.append(f"{item.path}: {problem}; nothing of it was recorded as ingested, it is read again next run")
+    return None
 
 
 def load_lake_with_progress(cfg: IngestConfig) -> LakeSummary:
@@ -324,7 +387,9 @@ def load_lake_with_progress(cfg: IngestConfig) -> LakeSummary:
     if not summary.files:
         console.print(f"no new span data under {cfg.input or cfg.data / 'otel'}")
     for r in summary.reject_samples:
-        console.print(f"[yellow]reject[/] {r.file}:{r.line}: {r.error}")
+        console.print(f"[yellow]reject[/] {r.file}:{r.line}: {r.error}", soft_wrap=True, highlight=False)
+    for w in summary.warnings:
+        console.print(f"[yellow]warning[/] {w}", soft_wrap=True, highlight=False)
     if summary.rejects:
         console.print(f"{summary.rejects} bad line(s) kept in {cfg.data / 'lake' / '_rejects'}; the rest was ingested.")
     return summary

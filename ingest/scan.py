@@ -7,17 +7,21 @@ rows it gave and the byte offset read so far. A closed file is read once; the ac
 up to its last newline and resumed from there; a rotated backup whose head matches a recorded
 active file resumes at that file's offset, so rotation never re-reads a byte.
 
-Everything DuckDB cannot read itself (``format: proto``, zstd framing) is converted here into
-JSON lines, whole ``Export*ServiceRequest`` messages at a time; no Python code touches spans.
+**Read exactly what was planned.** A path names different files over time: the collector may
+rename ``traces.jsonl`` and start a new one between the plan and the read. So the plan is made
+from an open handle, not from the name: every size, fingerprint and newline search reads through
+that handle, which stays open until the file is read (DuckDB reads it through ``/proc/self/fd/N``,
+the same inode whatever the name points at by then, even once it is deleted). After the read the
+fingerprint and size are checked again (``check_unchanged``) before the offset is recorded.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import re
-import shutil
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,9 +29,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+MAX_FRAME_BYTES = 64 << 20  # the collector's own limit on one decompressed request
+_PROTO_FIRST_TAG = 0x0A  # field 1 (resource_spans / resource_logs), length-delimited
 FINGERPRINT_BYTES = 4096
+SNIFF_BYTES = 64
 # lumberjack: name-2006-01-02T15-04-05.000.ext; timberjack: name-2006-01-02T15-04-05.000-size.ext
 _ROTATED = re.compile(r"-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?(?:-[a-z]+)?(?:\.[^.]+)*$")
+# bytes that may precede a JSON line without making it bad (a BOM, power-cut NULs, blanks)
+_LINE_PADDING = b"\xef\xbb\xbf \t\r\x00"
 
 FILES_SCHEMA = pa.schema([
     ("path", pa.string()), ("size", pa.int64()), ("fingerprint", pa.string()), ("fp_len", pa.int64()),
@@ -48,7 +57,7 @@ class Reject:
 
 @dataclass
 class SpanFile:
-    """One unit of work: bytes [start, end) of ``path`` still to ingest."""
+    """One unit of work: bytes [start, end) of the file planned as ``path`` still to ingest."""
 
     path: Path
     size: int
@@ -62,6 +71,12 @@ class SpanFile:
     first_line: int = 1  # line number of the byte at ``start``
     prior_rows: int = 0
     rejects: list[Reject] = field(default_factory=list)
+    inode: tuple[int, int] = (0, 0)  # (st_dev, st_ino) of the file the plan was made from
+    fd: int | None = field(default=None, repr=False, compare=False)  # held open from plan to read
+
+
+class FileStateError(Exception):
+    """``lake/_files.parquet`` cannot be read (corrupt, or not the manifest at all)."""
 
 
 def is_active(path: Path) -> bool:
@@ -85,34 +100,65 @@ def list_input_files(data: Path, pattern: str | None) -> list[Path]:
         anchor = Path(base.anchor) if base.is_absolute() else Path(".")
         rel = str(base.relative_to(anchor)) if base.is_absolute() else pattern
         paths = sorted(p for p in anchor.glob(rel) if p.is_file())
-    return [p.resolve() for p in paths if not p.name.startswith(".") and p.stat().st_size > 0]
+    out = []
+    for p in paths:
+        try:
+            if not p.name.startswith(".") and p.stat().st_size > 0:
+                out.append(p.resolve())
+        except FileNotFoundError:
+            continue  # rotated away or deleted while listing: the next listing sees its new name
+    return out
 
 
-def sniff_format(path: Path) -> str:
-    """JSON lines, zstd stream, length+zstd frames, or length-framed protobuf."""
-    with open(path, "rb") as fh:
-        head = fh.read(64)
-    stripped = head.lstrip(b" \t\r\n")
-    if stripped.startswith(b"{") or (not stripped and head):
-        return "json"
+def sniff_head(head: bytes) -> str:
+    """JSON lines, zstd stream, length+zstd frames, or length-framed protobuf.
+
+    Framed formats are recognised by their structure (a zstd magic, or a plausible first frame length
+    followed by the first field of an Export*ServiceRequest); everything else is JSON lines and is
+    judged line by line, so a UTF-8 BOM, NUL bytes left by a power cut or a torn first line cost
+    that line only, never the file.
+    """
     if head.startswith(ZSTD_MAGIC):
         return "zstd-stream"
     if len(head) >= 8 and head[4:8] == ZSTD_MAGIC:
         return "zstd-framed"
-    return "proto"
+    if len(head) >= 5 and head[4] == _PROTO_FIRST_TAG and 0 < struct.unpack_from(">I", head)[0] <= MAX_FRAME_BYTES:
+        return "proto"
+    return "json"
+
+
+
+def sniff_format(path: Path) -> str:
+    """JSON lines, zstd stream, length+zstd frames, or length-framed protobuf (see ``sniff_head``)."""
+    with open(path, "rb") as fh:
+        return sniff_head(fh.read(SNIFF_BYTES))
+
+
+def _fingerprint_fd(fd: int, length: int) -> str:
+    return hashlib.sha256(os.pread(fd, length, 0)).hexdigest()
 
 
 def fingerprint(path: Path, length: int) -> str:
     with open(path, "rb") as fh:
-        return hashlib.sha256(fh.read(length)).hexdigest()
+        return _fingerprint_fd(fh.fileno(), length)
 
 
 def read_file_state(lake: Path) -> dict[str, dict]:
-    """``lake/_files.parquet`` as {path: record}; empty when the lake is new."""
+    """``lake/_files.parquet`` as {path: record}; empty when the lake is new.
+
+    FileStateError when the file is there but unreadable or has other columns (overwritten by hand,
+    or torn by a disk fault): the caller decides how to repair it (``load.recover_file_state``)."""
     path = lake / "_files.parquet"
     if not path.exists():
         return {}
-    return {r["path"]: r for r in pq.read_table(path).to_pylist()}
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise FileStateError(f"{path}: unreadable ({exc})") from None
+    missing = set(FILES_SCHEMA.names) - set(table.column_names)
+    if missing:
+        raise FileStateError(f"{path}: not the lake manifest (no column {', '.join(sorted(missing))})")
+    return {r["path"]: r for r in table.select(FILES_SCHEMA.names).to_pylist()}
 
 
 def write_file_state(lake: Path, records: dict[str, dict]) -> None:
@@ -124,174 +170,133 @@ def write_file_state(lake: Path, records: dict[str, dict]) -> None:
     tmp.replace(lake / "_files.parquet")
 
 
-def _resume_point(path: Path, size: int, state: dict[str, dict]) -> dict | None:
+def _resume_point(path: Path, fd: int, size: int, state: dict[str, dict]) -> dict | None:
     """The record this file continues: its own, or (for a fresh backup) the active file it was."""
     own = state.get(str(path))
     candidates = [own] if own else [r for r in state.values() if r["active"] and r["path"] != str(path)
                                     and Path(r["path"]).parent == path.parent]
     for rec in candidates:
-        if rec["fp_len"] <= size and fingerprint(path, rec["fp_len"]) == rec["fingerprint"]:
+        if rec["fp_len"] <= size and _fingerprint_fd(fd, rec["fp_len"]) == rec["fingerprint"]:
             return rec
     return None
 
 
-def _last_newline_end(path: Path, start: int, size: int) -> int:
+def _last_newline_end(fd: int, start: int, size: int) -> int:
     """Offset just past the last newline at or after ``start`` (``start`` when there is none)."""
     block = 1 << 20
-    with open(path, "rb") as fh:
-        pos = size
-        while pos > start:
-            lo = max(start, pos - block)
-            fh.seek(lo)
-            chunk = fh.read(pos - lo)
-            idx = chunk.rfind(b"\n")
-            if idx >= 0:
-                return lo + idx + 1
-            pos = lo
+    pos = size
+    while pos > start:
+        lo = max(start, pos - block)
+        idx = os.pread(fd, pos - lo, lo).rfind(b"\n")
+        if idx >= 0:
+            return lo + idx + 1
+        pos = lo
     return start
 
 
-def _count_newlines(path: Path, end: int) -> int:
-    n = 0
-    with open(path, "rb") as fh:
-        left = end
-        while left > 0:
-            chunk = fh.read(min(left, 1 << 22))
-            if not chunk:
-                break
-            n += chunk.count(b"\n")
-            left -= len(chunk)
+def _count_newlines(fd: int, end: int) -> int:
+    n, pos = 0, 0
+    while pos < end:
+        chunk = os.pread(fd, min(end - pos, 1 << 22), pos)
+        if not chunk:
+            break
+        n += chunk.count(b"\n")
+        pos += len(chunk)
     return n
 
 
-def plan_files(paths: list[Path], state: dict[str, dict]) -> list[SpanFile]:
-    """The work to do this run: new files, grown active files, backups not yet read to the end."""
+def _tail_is_garbage(fd: int, end: int, size: int) -> bool:
+    """Bytes after an active file's last newline wait for their line end, unless they cannot start
+    an OTLP/JSON line (binary junk, a file that is not a span file at all): no later byte makes
+    them valid, so waiting would re-scan them every run and never report them."""
+    head = os.pread(fd, min(size - end, 256), end).lstrip(_LINE_PADDING)
+    return bool(head) and not head.startswith(b"{")
+
+
+def _plan_one(path: Path, fd: int, state: dict[str, dict]) -> SpanFile | None:
+    """The plan for one opened file, every byte read through ``fd``; None when nothing is new."""
+    st = os.fstat(fd)
+    size = st.st_size
+    if size == 0:
+        return None
+    fp_len = min(size, FINGERPRINT_BYTES)
+    fmt = sniff_head(os.pread(fd, SNIFF_BYTES, 0))
+    item = SpanFile(path=path, size=size, fingerprint=_fingerprint_fd(fd, fp_len), fp_len=fp_len, fmt=fmt,
+                    signal=signal_of(path), active=is_active(path), end=size, inode=(st.st_dev, st.st_ino))
+    rec = _resume_point(path, fd, size, state)
+    own = rec is not None and rec["path"] == str(path)
+    if own and rec["status"] == "closed" and rec["size"] == size:
+        return None  # a closed file is ingested once
+    if rec is not None and fmt != "zstd-stream":  # a zstd stream cannot be resumed mid-way
+        item.start = min(rec["offset"], size)
+        item.prior_rows = rec["rows"] if own else 0
+    if fmt == "json" and item.active:
+        item.end = _last_newline_end(fd, item.start, size)
+        if _tail_is_garbage(fd, item.end, size):
+            item.end = size  # read (and reject) it now
+    if own and item.end <= item.start and item.active:
+        return None  # nothing new since last run
+    if fmt == "json" and item.start:
+        item.first_line = _count_newlines(fd, item.start) + 1
+    return item
+
+
+def plan_files(paths: list[Path], state: dict[str, dict], warnings: list[str] | None = None) -> list[SpanFile]:
+    """The work to do this run: new files, grown active files, backups not yet read to the end.
+
+    Each planned file stays open (``SpanFile.fd``) until ``close_planned``, so a rename or delete
+    after the plan cannot change what is read. A file gone before it could be opened is a warning;
+    past the process's open-file limit the rest wait for the next run (also a warning)."""
+    warnings = warnings if warnings is not None else []
     plan: list[SpanFile] = []
     for path in paths:
-        size = path.stat().st_size
-        fp_len = min(size, FINGERPRINT_BYTES)
-        fmt = sniff_format(path)
-        item = SpanFile(path=path, size=size, fingerprint=fingerprint(path, fp_len), fp_len=fp_len, fmt=fmt,
-                        signal=signal_of(path), active=is_active(path), end=size)
-        rec = _resume_point(path, size, state)
-        own = rec is not None and rec["path"] == str(path)
-        if own and rec["status"] == "closed" and rec["size"] == size:
-            continue  # a closed file is ingested once
-        if rec is not None and fmt != "zstd-stream":  # a zstd stream cannot be resumed mid-way
-            item.start = min(rec["offset"], size)
-            item.prior_rows = rec["rows"] if own else 0
-        if fmt == "json" and item.active:
-            item.end = _last_newline_end(path, item.start, size)
-        if own and item.end <= item.start and item.active:
-            continue  # nothing new since last run
-        if fmt == "json" and item.start:
-            item.first_line = _count_newlines(path, item.start) + 1
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            warnings.append(f"{path}: gone before it could be read (rotated or deleted); not recorded")
+            continue
+        except OSError as exc:
+            if exc.errno != errno.EMFILE:
+                raise
+            warnings.append(f"{len(paths) - paths.index(path)} span file(s) left for the next run: no more "
+                            f"files can be held open at once ({exc.strerror})")
+            break
+        item = _plan_one(path, fd, state)
+        if item is None:
+            os.close(fd)
+            continue
+        item.fd = fd
         plan.append(item)
     return plan
 
 
-# ---------------------------------------------------------------- formats DuckDB cannot read itself
+def open_planned(item: SpanFile) -> int | None:
+    """The read handle on exactly the file that was planned (None once ``close_planned`` ran)."""
+    return item.fd
 
 
-def copy_range(src: Path, start: int, end: int, dst: Path) -> None:
-    """Bytes [start, end) of ``src`` into ``dst`` (the unread tail of an active file)."""
-    with open(src, "rb") as fin, open(dst, "wb") as fout:
-        fin.seek(start)
-        left = end - start
-        while left > 0:
-            chunk = fin.read(min(left, 1 << 22))
-            if not chunk:
-                break
-            fout.write(chunk)
-            left -= len(chunk)
+def pinned_path(fd: int) -> Path:
+    """A path any reader (DuckDB) can open that names the inode behind ``fd``, whatever its name now."""
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        if os.path.isdir(folder):
+            return Path(folder) / str(fd)
+    raise OSError("no /proc/self/fd or /dev/fd here: cannot pin span files while they are read")
 
 
-def iter_frames(buf: bytes | memoryview, start: int = 0) -> Iterator[tuple[int, int, bytes | None]]:
-    """(index, end offset, payload) for each ``[u32 BE length][payload]``; payload None if torn."""
-    pos, index, n = start, 1, len(buf)
-    while pos < n:
-        if n - pos < 4:
-            yield index, n, None
-            return
-        (length,) = struct.unpack_from(">I", buf, pos)
-        if pos + 4 + length > n:
-            yield index, n, None
-            return
-        yield index, pos + 4 + length, bytes(buf[pos + 4:pos + 4 + length])
-        pos += 4 + length
-        index += 1
-
-
-def _proto_to_json_line(payload: bytes, signal: str) -> bytes:
-    """One whole ExportTraceServiceRequest / ExportLogsServiceRequest -> one OTLP/JSON line.
-
-    The protobuf JSON mapping writes ids as base64 (the load SQL accepts both) and enums as numbers.
-    """
-    from google.protobuf.json_format import MessageToJson
-    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-    msg = ExportLogsServiceRequest() if signal == "logs" else ExportTraceServiceRequest()
-    msg.ParseFromString(payload)
-    return MessageToJson(msg, use_integers_for_enums=True, indent=None).replace("\n", " ").encode() + b"\n"
-
-
-def _zstd_decompress_stream(path: Path, dst: Path) -> str | None:
-    """Whole-file zstd stream (native-compression gate) -> dst; returns an error text if torn."""
-    import zstandard
-
-    with open(path, "rb") as fin, open(dst, "wb") as fout:
-        reader = zstandard.ZstdDecompressor().stream_reader(fin, read_across_frames=True)
-        try:
-            shutil.copyfileobj(reader, fout, 1 << 22)
-        except zstandard.ZstdError as exc:
-            return f"zstd stream ends early or is corrupt ({exc})"
+def check_unchanged(item: SpanFile) -> str | None:
+    """After the read: None when the planned bytes are still there, else why they are not (the
+    file shrank or its head was rewritten in place while it was read)."""
+    if item.fd is None:
+        return "it was not open"
+    size = os.fstat(item.fd).st_size
+    if size < item.end:
+        return f"it shrank from {item.end} to {size} bytes while it was read"
+    if _fingerprint_fd(item.fd, item.fp_len) != item.fingerprint:
+        return "its first bytes changed while it was read"
     return None
 
 
-def decode_to_json_lines(item: SpanFile, dst: Path) -> Path:
-    """Bring any supported span file into JSON lines; records torn frames as rejects.
-
-    Returns the path DuckDB should read (``item.path`` itself when nothing needs converting).
-    """
-    fmt = item.fmt
-    if fmt == "json":
-        if item.start == 0 and item.end == item.size:
-            return item.path
-        copy_range(item.path, item.start, item.end, dst)
-        return dst
-    if fmt == "zstd-stream":
-        raw = dst.with_suffix(".raw")
-        err = _zstd_decompress_stream(item.path, raw)
-        if err and not item.active:
-            item.rejects.append(Reject(str(item.path), 0, err))
-        inner = SpanFile(path=raw, size=raw.stat().st_size, fingerprint="", fp_len=0, fmt=sniff_format(raw),
-                         signal=item.signal, active=False, end=raw.stat().st_size)
-        if inner.fmt == "json":
-            return raw
-        out = decode_to_json_lines(inner, dst)
-        item.rejects.extend(inner.rejects)
-        return out
-    import zstandard
-
-    data = item.path.read_bytes()
-    dctx = zstandard.ZstdDecompressor()
-    with open(dst, "wb") as out:
-        last_end = item.start
-        for index, end, payload in iter_frames(data, item.start):
-            if payload is None:
-                if not item.active:
-                    item.rejects.append(Reject(str(item.path), index, "truncated frame (the file ends mid-message)"))
-                break
-            last_end = end
-            try:
-                if fmt == "zstd-framed":
-                    payload = dctx.decompress(payload)
-                if payload.lstrip()[:1] == b"{":
-                    out.write(payload.rstrip(b"\n") + b"\n")
-                else:
-                    out.write(_proto_to_json_line(payload, item.signal))
-            except Exception as exc:  # noqa: BLE001 - any decode failure is a reject, never a crash
-                item.rejects.append(Reject(str(item.path), index, f"cannot decode frame: {exc}"))
-        item.end = last_end if item.active else item.size
-    return dst
+def close_planned(item: SpanFile) -> None:
+    if item.fd is not None:
+        os.close(item.fd)
+        item.fd = None
