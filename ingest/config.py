@@ -67,6 +67,17 @@ class IngestConfig:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}
 
 
+def describe_config_file(cfg: IngestConfig) -> str:
+    """Which ``spanrl.toml`` this run uses, for the summary: a file in the current directory is
+    picked up too, so say where it came from rather than apply it silently."""
+    if cfg.config_file is None:
+        return "config: none (built-in defaults; DATA/spanrl.toml or ./spanrl.toml would be read)"
+    path = Path(cfg.config_file).resolve()
+    if path.parent == Path.cwd().resolve() and path.parent != cfg.data.resolve():
+        return f"config: {path} (found in the current directory)"
+    return f"config: {path}"
+
+
 def parse_reward_keys(value: Any) -> list[str]:
     """``--reward-key`` values (repeated flags, comma lists, or a TOML list/string) as one clean list.
 

@@ -24,9 +24,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from spanrl.errors import InputError
-from spanrl.ingest.config import IngestConfig
+from spanrl.ingest.config import IngestConfig, describe_config_file
 from spanrl.ingest.decode import decode_to_json_lines
 from spanrl.ingest.scan import (
+    REJECTS_SCHEMA,
     FileStateError,
     Reject,
     SpanFile,
@@ -42,8 +43,6 @@ from spanrl.ingest.views import read_sql, render_sql, sql_literal
 
 SLOW_CHUNK_BYTES = 64 << 20
 PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 20480"
-REJECTS_SCHEMA = pa.schema([("file", pa.string()), ("line", pa.int64()), ("error", pa.string()),
-                            ("excerpt", pa.string()), ("run_id", pa.string()), ("ingested_at", pa.timestamp("us"))])
 
 
 @dataclass
@@ -384,6 +383,7 @@ def load_lake_with_progress(cfg: IngestConfig) -> LakeSummary:
     table.add_row(str(summary.files), f"{summary.bytes / 1e6:.1f}", str(summary.spans), str(summary.logs),
                   str(summary.duplicates), str(summary.rejects), f"{summary.seconds:.2f}", f"{summary.spans_per_s:,.0f}")
     console.print(table)
+    console.print(describe_config_file(cfg), soft_wrap=True, highlight=False)
     if not summary.files:
         console.print(f"no new span data under {cfg.input or cfg.data / 'otel'}")
     for r in summary.reject_samples:

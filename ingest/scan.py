@@ -43,6 +43,8 @@ FILES_SCHEMA = pa.schema([
     ("format", pa.string()), ("signal", pa.string()), ("active", pa.bool_()), ("offset", pa.int64()),
     ("rows", pa.int64()), ("rejects", pa.int64()), ("status", pa.string()), ("ingested_at", pa.timestamp("us")),
 ])
+REJECTS_SCHEMA = pa.schema([("file", pa.string()), ("line", pa.int64()), ("error", pa.string()),
+                            ("excerpt", pa.string()), ("run_id", pa.string()), ("ingested_at", pa.timestamp("us"))])
 
 
 @dataclass

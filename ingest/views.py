@@ -10,7 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+import pyarrow.dataset as ds
 
+from spanrl.ingest.scan import FILES_SCHEMA, REJECTS_SCHEMA
 from spanrl.sqlfiles import SqlFiles, sql_literal
 
 # Registration order matters: later views read earlier ones.
@@ -38,17 +41,28 @@ def lake_glob(lake: Path, table: str) -> str | None:
 def connect(data: Path, read_only: bool = True, call_views: bool = True) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with the lake tables and stage 1's views registered.
 
-    Stage 2's views (rewards, rollouts) are registered by ``spanrl.transitions``; the connection that
-    ``spanrl sql`` uses, with both, is ``spanrl.query.connect``. ``call_views=False`` registers the convention views but not ``llm_calls``/``tool_calls``
+    ``read_only`` (the default, for anything that runs SQL a user wrote): the lake is exposed as
+    Arrow datasets and the connection is locked (``lock_down``): it reads and writes no file at all,
+    whatever the statement. Without it (the snapshot builder, which locks itself once its inputs
+    are read) the tables are ``read_parquet`` views. Stage 2's views (rewards, rollouts) are added
+    by ``spanrl.transitions``; ``spanrl.query.connect`` is the guarded connection with both.
+
+    ``call_views=False`` registers the convention views but not ``llm_calls``/``tool_calls``
     themselves: the snapshot builder creates those once, as temp tables, from the same SQL files
     (creating a view binds its whole SQL, and binding ``llm_calls`` is a fixed ~0.2 s cost).
-
-    With ``read_only`` the connection is locked down at once (``lock_down``); a caller that registers
-    more views first passes ``read_only=False`` and locks it itself.
     """
+    con = open_guarded(data) if read_only else _open_files(data)
+    register_call_views(con, call_views)
+    if read_only:
+        lock_down(con)
+    return con
+
+
+def _open_files(data: Path) -> duckdb.DuckDBPyConnection:
+    """The lake tables as ``read_parquet`` views (the builder's fast path; needs file access)."""
     lake = Path(data) / "lake"
     con = duckdb.connect()
-    con.execute("SET enable_progress_bar = false")  # it would print into piped CSV/JSON output
+    con.execute("SET enable_progress_bar = false")
     for table in ("spans", "logs"):
         glob = lake_glob(lake, table)
         if glob is None:
@@ -56,22 +70,67 @@ def connect(data: Path, read_only: bool = True, call_views: bool = True) -> duck
         else:
             con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet("
                         f"{sql_literal(glob)}, hive_partitioning = true, union_by_name = true)")
+    return con
+
+
+def open_guarded(data: Path) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB on which the lake is registered Arrow datasets, not yet locked.
+
+    The datasets are lazy (DuckDB pushes projections and filters into pyarrow's Parquet scan) and
+    read through Python's file access, not DuckDB's, so once ``lock_down`` turns DuckDB's off the
+    lake stays queryable and nothing else is reachable. Besides spans and logs: ``rejects``
+    (``lake/_rejects``) and ``span_files`` (``lake/_files.parquet``).
+    """
+    lake = Path(data) / "lake"
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")  # it would print into piped CSV/JSON output
+    for table in ("spans", "logs"):
+        if lake_glob(lake, table) is None:
+            con.execute(read_sql(f"{table}_empty"))
+        else:
+            con.register(table, _lake_dataset(lake / table, hive=True))
+    extras = {"rejects": (lake / "_rejects", REJECTS_SCHEMA), "span_files": (lake / "_files.parquet", FILES_SCHEMA)}
+    for name, (path, schema) in extras.items():
+        has_files = path.is_file() or (path.is_dir() and any(path.glob("*.parquet")))
+        con.register(name, _lake_dataset(path, hive=False) if has_files else schema.empty_table())
+    return con
+
+
+def _lake_dataset(path: Path, hive: bool) -> ds.Dataset:
+    """A lazy pyarrow dataset over lake Parquet: JSON columns keep their JSON type (Arrow's JSON
+    extension, which DuckDB maps back to JSON); ``date=...`` folders become a DATE column."""
+    fmt = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(arrow_extensions_enabled=True))
+    partitioning = ds.partitioning(pa.schema([("date", pa.date32())]), flavor="hive") if hive else None
+    files = sorted(str(p) for p in path.glob("*/*.parquet")) if hive else None
+    if hive:
+        return ds.dataset(files, format=fmt, partitioning=partitioning, partition_base_dir=str(path))
+    return ds.dataset(str(path), format=fmt)
+
+
+def register_call_views(con: duckdb.DuckDBPyConnection, call_views: bool = True) -> None:
+    """The LLM macros, the conventions and (``call_views``) ``llm_calls``/``tool_calls`` on ``con``."""
     con.execute(read_sql("llm_macros"))
     for name in VIEW_ORDER[2:]:
         if call_views or name not in CALL_VIEWS:
             register_view(con, name)
         elif name == "llm_calls":
             register_conventions(con)
-    if read_only:
-        lock_down(con, data)
-    return con
 
 
-def lock_down(con: duckdb.DuckDBPyConnection, data: Path) -> None:
-    """Nothing outside the data root is reachable from ``con`` any more, and that cannot be undone
-    (``allowed_directories`` + ``enable_external_access = false``, then the configuration locked)."""
-    root = str(Path(data).resolve())
-    con.execute(f"SET allowed_directories = [{sql_literal(root)}]")
+def lock_down(con: duckdb.DuckDBPyConnection, readable: list[Path] | tuple[Path, ...] = ()) -> None:
+    """From now on ``con`` reaches no file but those under ``readable``, and that cannot be undone.
+
+    ``enable_external_access = false`` with ``allowed_directories`` = ``readable`` (empty for a
+    connection over Arrow datasets), no temp directory (DuckDB lets a connection write into its own
+    spill folder: a query connection does not spill), then the configuration locked, so no SET,
+    PRAGMA, RESET, ATTACH, INSTALL or LOAD changes it back. A second call is a no-op.
+    """
+    if con.execute("SELECT current_setting('lock_configuration')").fetchall()[0][0]:
+        return
+    if not readable:
+        con.execute("SET temp_directory = ''")
+    allowed = [str(Path(p).resolve()) + "/" for p in readable]
+    con.execute(f"SET allowed_directories = {sql_literal(allowed) if allowed else '[]'}")
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
 

@@ -1,9 +1,12 @@
 """``spanrl sql``: read-only SQL over the trace lake and its views (DESIGN §4).
 
-Two locks keep the lake safe: each statement's DuckDB type must be a query (``duckdb.extract_statements``:
-SELECT, EXPLAIN, PRAGMA, CALL; SHOW/DESCRIBE/SUMMARIZE/FROM parse as SELECT), and the connection from
-``query.connection.connect`` cannot reach files outside the data root nor change that setting. Output is written
-by Python from the Arrow result, never by DuckDB's COPY.
+What keeps the data safe is the connection (``query.connection.connect``): it reads the lake as
+Arrow datasets and can open no file at all, whatever a statement looks like. The statement-type
+check here only gives the common refusals a clear message before anything runs (a query must be
+SELECT, EXPLAIN, PRAGMA or CALL; SHOW/DESCRIBE/SUMMARIZE/FROM parse as SELECT); whatever it lets
+through that touches a file is refused by the connection and reported the same way. Each statement
+runs once. Output is written by Python from the Arrow result, never by DuckDB's COPY, and ``--out``
+may not point into the data root's managed folders.
 """
 
 from __future__ import annotations
@@ -68,17 +71,36 @@ def lake_is_empty(data: Path) -> bool:
 
 
 def run_query(data: Path, sql: str, con: duckdb.DuckDBPyConnection | None = None) -> pa.Table:
-    """Run every statement of ``sql`` (read-only); returns the last one's result as Arrow."""
-    statements = check_read_only(sql)
-    con = con or connect(data, stage2=wants_stage2(sql))
-    result: pa.Table | None = None
-    for text in statements:
+    """Run every statement of ``sql`` (read-only), each once; returns the last one's result as Arrow."""
+    return execute(con or connect(data, stage2=wants_stage2(sql)), sql)[0]
+
+
+def execute(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[pa.Table, set[str]]:
+    """Each statement of ``sql`` run exactly once on ``con``; the last result and its JSON columns
+    (read from the same relation: DuckDB's JSON type does not survive the Arrow export)."""
+    result, json_cols = pa.table({}), set()
+    for text in check_read_only(sql):
         try:
             rel = con.sql(text)
-            result = rel.to_arrow_table() if rel is not None else pa.table({})
+            if rel is None:
+                result, json_cols = pa.table({}), set()
+                continue
+            json_cols = {name for name, typ in zip(rel.columns, rel.types, strict=True) if str(typ) == "JSON"}
+            result = rel.to_arrow_table()
         except duckdb.Error as exc:
-            raise InputError(f"query failed: {exc}") from None
-    return result if result is not None else pa.table({})
+            raise _refusal(exc) from None
+    return result, json_cols
+
+
+def _refusal(exc: duckdb.Error) -> InputError:
+    """A DuckDB error as the user's message: file access and settings are the read-only refusal."""
+    text = str(exc).splitlines()[0]
+    if isinstance(exc, duckdb.PermissionException) or "file system operations are disabled" in text:
+        return InputError(f"spanrl sql is read-only: it reads the lake's tables and no file ({text}). Query the "
+                          "tables (spans, logs, llm_calls, ..., rejects, span_files); write results with --out.")
+    if "configuration has been locked" in text:
+        return InputError(f"spanrl sql is read-only: settings cannot be changed ({text})")
+    return InputError(f"query failed: {text}")
 
 
 def _json_columns(table: pa.Table) -> set[str]:
@@ -155,15 +177,6 @@ def _print_table(table: pa.Table, stream: TextIO) -> None:
     console.print(f"{table.num_rows} row(s){more}")
 
 
-def json_columns_of(con: duckdb.DuckDBPyConnection, sql: str) -> set[str]:
-    """Names of JSON-typed result columns (DuckDB's own types, Arrow may not keep them)."""
-    try:
-        rel = con.sql(check_read_only(sql)[-1])
-        return {name for name, typ in zip(rel.columns, rel.types, strict=True) if str(typ) == "JSON"}
-    except (duckdb.Error, InputError):
-        return set()
-
-
 def interactive(data: Path, con: duckdb.DuckDBPyConnection, stream: TextIO | None = None) -> None:
     """A minimal prompt: statements end with ';', '.quit' or EOF leaves, '.tables' lists the views."""
     stream = stream or sys.stdout
@@ -188,6 +201,24 @@ def interactive(data: Path, con: duckdb.DuckDBPyConnection, stream: TextIO | Non
             stream.write(f"error: {exc}\n")
 
 
+MANAGED_FOLDERS = ("lake", "transitions", "adapters", "otel")
+
+
+def check_out_path(data: Path, out: Path) -> None:
+    """``--out`` must be a file in an existing folder, outside what spanrl manages under the data
+    root (a query result written over ``lake/_files.parquet`` would break every later ingest)."""
+    target = Path(out).expanduser().resolve()
+    for folder in MANAGED_FOLDERS:
+        managed = (Path(data) / folder).resolve()
+        if target == managed or managed in target.parents:
+            raise InputError(f"--out {out}: inside {managed}, which spanrl manages; write results elsewhere "
+                             f"(e.g. {Path(data) / 'exports' / target.name})")
+    if target.is_dir():
+        raise InputError(f"--out {out}: is a folder; pass a file path")
+    if not target.parent.is_dir():
+        raise InputError(f"--out {out}: folder {target.parent} does not exist; create it first")
+
+
 def sql_command(data: Path, query: str | None, sql_file: Path | None, fmt: str, out: Path | None) -> None:
     """What ``spanrl sql`` does: pick the query (argument, -f FILE, piped stdin, else the prompt),
     note an empty lake, run it read-only and write the result."""
@@ -200,11 +231,16 @@ def sql_command(data: Path, query: str | None, sql_file: Path | None, fmt: str, 
     if lake_is_empty(data):
         sys.stderr.write(f"note: the trace lake {data / 'lake'} holds no spans or logs yet: run `spanrl ingest` "
                          f"(reading {data / 'otel'}) first; tables are empty.\n")
+    if out is not None:
+        check_out_path(data, out)
     con = connect(data, stage2=wants_stage2(query))
     if query is None:
         interactive(data, con)
         return
-    result = run_query(data, query, con)
-    write_result(result, fmt, out, json_cols=json_columns_of(con, query))
+    result, json_cols = execute(con, query)
+    try:
+        write_result(result, fmt, out, json_cols=json_cols)
+    except OSError as exc:
+        raise InputError(f"--out {out}: cannot write ({exc.strerror or exc}); pass a writable file path") from None
     if out is not None:
         sys.stderr.write(f"{result.num_rows} row(s) written to {out}\n")

@@ -50,7 +50,7 @@ def build_transitions(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None =
     own = con is None
     con = con if con is not None else open_lake(cfg)
     try:
-        setup = register_stage2(con, cfg, materialize=True)
+        setup = register_stage2(con, cfg, materialize=True, readable=(Path(cfg.data) / "lake",))
         _crash_point("registered")
         _create(con, "transition_rows", "TABLE", read_sql("snapshot/transition_base"))  # a view after a build
         n_rows = _create_transitions(con, cfg)  # the snapshot rows, queryable on the same connection

@@ -54,8 +54,11 @@ def transitions_build(data: Path, settle: str | None, **flags) -> None:
     Example:
       spanrl transitions build --credit discounted --advantage batch
     """
+    from spanrl.ingest.config import describe_config_file
     from spanrl.transitions.build import build_transitions, print_summary
 
-    print_summary(build_transitions(make_config(data, settle, **flags)))
+    cfg = make_config(data, settle, **flags)
+    click.echo(describe_config_file(cfg), err=True)
+    print_summary(build_transitions(cfg))
 
 

@@ -18,6 +18,7 @@ import duckdb
 
 from spanrl.errors import InputError
 from spanrl.ingest.config import IngestConfig
+from spanrl.ingest.views import lock_down
 from spanrl.ingest.views import read_sql as read_lake_sql
 from spanrl.transitions.air import AirRule, air_rule_hits_sql, bad_rule_error, load_air_rules
 from spanrl.transitions.feedback import load_feedback
@@ -67,8 +68,15 @@ def set_variables(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> None:
         con.execute(f"SET VARIABLE {name} = (SELECT $v)", {"v": value})
 
 
-def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materialize: bool) -> Stage2Setup:
-    """Create every stage-2 object on ``con`` (which must already have spans, llm_calls, tool_calls)."""
+def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materialize: bool,
+                    readable: tuple[Path, ...] = ()) -> Stage2Setup:
+    """Create every stage-2 object on ``con`` (which must already have spans, llm_calls, tool_calls).
+
+    Once the inputs that need files are read (stage 1's tables when materialising, the feedback
+    files) the connection is locked (``lock_down``) to ``readable`` (the lake's folder for the
+    builder's ``read_parquet`` views; nothing for the guarded query connection) before any AIR
+    rule from ``spanrl.toml`` is bound, so a rule's predicate cannot read or write host files.
+    """
     if materialize:
         _materialize_stage1(con)
     _check_stage1(con)
@@ -76,6 +84,7 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materiali
     set_variables(con, cfg)
     files = load_feedback(con, cfg.data)
     rules = load_air_rules(cfg.config_file)
+    lock_down(con, readable)
     for name, path, heavy in STAGE2_OBJECTS:
         _create(con, name, "TABLE" if materialize and heavy else "VIEW", read_sql(path))
         if name == _AIR_AFTER:
@@ -87,8 +96,9 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materiali
 
 
 def register_lake_views(con: duckdb.DuckDBPyConnection, data: Path) -> bool:
-    """``rewards``, ``rollouts`` (and their helpers) as views for ``spanrl sql``; False on a lake
-    without LLM-call views yet. Config comes from ``DATA/spanrl.toml`` like the builder's."""
+    """``rewards``, ``rollouts`` (and their helpers) as views for ``spanrl sql`` on a guarded
+    connection (``spanrl.query.connect``), which this locks; False on a lake without LLM-call views
+    yet. Config comes from ``DATA/spanrl.toml`` like the builder's."""
     from spanrl.ingest.config import make_ingest_config
 
     if _missing_stage1(con):

@@ -142,7 +142,7 @@ def test_every_style_from_the_otel_sdk(sdk_lake) -> None:
     data, ids = sdk_lake
     cfg = make_ingest_config(data=data, settle_s=0, reward_keys=(KEYS,))
     con = open_lake(cfg)
-    register_stage2(con, cfg, materialize=True)  # what the builder reads (spanrl sql: see the next test)
+    register_stage2(con, cfg, materialize=True, readable=(data / "lake",))  # what the builder reads (spanrl sql: next test)
     rows = con.execute("""SELECT rollout_id, name, value, source, target_span_id FROM rewards
                           ORDER BY rollout_id, ts_ns""").fetchall()
     finals = dict(con.execute("SELECT rollout_id, final_reward FROM rollouts").fetchall())
