@@ -14,12 +14,12 @@ from concurrent.futures import Future
 from typing import Any
 
 from spanrl.collector.config import CollectorConfig
-from spanrl.collector.decode import BadPayload, Decoded, decode_json, decode_protobuf
+from spanrl.collector.decode import Decoded
 from spanrl.collector.limits import MemoryBudget, Reservation, queued_cost
 from spanrl.collector.otlpjson import logs_to_json, traces_to_json
 from spanrl.collector.writer import Outcome, SignalWriter, WriteItem
 
-__all__ = ["BadPayload", "Decoded", "Receiver", "authorized", "decode_json", "decode_protobuf"]
+__all__ = ["Receiver", "authorized"]
 
 SIGNALS = ("traces", "logs", "metrics")
 OFFLOAD_BYTES = 1 << 20  # bodies bigger than this are decoded on a worker thread, not on the event loop
