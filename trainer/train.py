@@ -203,7 +203,7 @@ def load_cycle_inputs(cfg: TrainConfig) -> CycleInputs:
         return inputs
     check_parent(parent, base_path, base_hash)
     trained = parent.state.get("snapshot_content_hash")
-    if not cfg.retrain and trained and trained == manifest.get("content_hash"):
+    if not cfg.retrain and trained and trained == manifest["content_hash_read"]:
         raise AlreadyTrained(
             f"adapters/LATEST ({parent.cycle_id}) was already trained on snapshot {parent.state.get('snapshot_id')}, "
             f"whose rows equal {snapshot_id}'s; ingest new rollouts first, or pass --retrain")
@@ -263,7 +263,7 @@ def save_adapter(cfg: TrainConfig, inputs: CycleInputs, model: Any, metrics: lis
     state = {
         **line, **{k: run[k] for k in ("steps", "epochs", "data", "world_size", "weights_sha256")},
         "parent": parent.cycle_id if parent else None, "base_model": str(inputs.base_path),
-        "base_model_hash": inputs.base_hash, "snapshot_content_hash": inputs.manifest.get("content_hash"),
+        "base_model_hash": inputs.base_hash, "snapshot_content_hash": inputs.manifest["content_hash_read"],
         "config": cfg.to_dict(), "seed": cfg.seed, "already_trained_rows": inputs.already_trained_rows,
         "lora": _lora_summary(model), "spanrl_version": __version__, "versions": _versions(),
     }

@@ -62,6 +62,7 @@ def set_variables(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> None:
         "spanrl_settle_ns": int(cfg.settle_s * 1e9),
         "spanrl_missing_reward": cfg.missing_reward,
         "spanrl_reward_keys": cfg.reward_keys or None,  # VARCHAR[] of --reward-key names
+        "spanrl_data_root": str(Path(cfg.data).resolve()),  # source files are stored relative to it
     }
     for name, value in values.items():
         # SET VARIABLE takes no parameters; a constant subquery does (the name is ours, not user input).

@@ -34,23 +34,34 @@ def new_snapshot_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
 
 
+HASHED_COLUMNS = [c for c in COLUMNS if c != "snapshot_id"]
+
+
 def content_hash(folder: Path) -> str:
     """sha256 over the rows of every part (sorted by name), ``snapshot_id`` excluded.
 
     Hashing the Arrow data, not the Parquet bytes, makes the hash independent of writer versions
     and compression; the builder writes rows in a deterministic order, so the same lake and config
-    give the same hash.
+    give the same hash. Parts are read one at a time (memory: one part).
     """
-    h = hashlib.sha256(f"spanrl-transitions-v{SCHEMA_VERSION}".encode())
-    cols = [c for c in COLUMNS if c != "snapshot_id"]
+    h = _new_hash()
     for part in sorted(folder.glob("part-*.parquet")):
-        table = pq.read_table(part, columns=cols).combine_chunks()
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, table.schema) as writer:
-            for batch in table.to_batches(max_chunksize=4096):
-                writer.write_batch(batch)
-        h.update(sink.getvalue().to_pybytes())
+        _hash_rows(h, pq.read_table(part, columns=HASHED_COLUMNS))
     return h.hexdigest()
+
+
+def _new_hash() -> Any:
+    return hashlib.sha256(f"spanrl-transitions-v{SCHEMA_VERSION}".encode())
+
+
+def _hash_rows(h: Any, table: pa.Table) -> None:
+    """Add one part's rows (``HASHED_COLUMNS`` of it, as read from Parquet) to the hash."""
+    table = table.select(HASHED_COLUMNS).combine_chunks()
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        for batch in table.to_batches(max_chunksize=4096):
+            writer.write_batch(batch)
+    h.update(sink.getvalue().to_pybytes())
 
 
 @dataclass
@@ -198,15 +209,24 @@ def read_manifest(folder: Path) -> dict[str, Any]:
 
 
 def read_snapshot(data: Path | str, ref: str = "LATEST") -> tuple[pa.Table, dict[str, Any]]:
-    """Load a snapshot as an Arrow table (schema-checked) plus its manifest."""
+    """Load a snapshot as an Arrow table (schema-checked) plus its manifest.
+
+    The rows are hashed as they are read (``content_hash``'s rule) and must give the manifest's
+    ``content_hash``: a part rewritten after the snapshot was published (same row count, other
+    values) is refused, not trained on. The returned manifest carries the hash of what was really
+    read as ``content_hash_read``.
+    """
     folder = resolve_snapshot(data, ref)
     manifest = read_manifest(folder)
     parts = [folder / name for name in manifest.get("parts", [])]
     tables = []
+    h = _new_hash()
     for part in parts:
         try:
-            tables.append(conform(pq.read_table(part)))
-        except (OSError, pa.ArrowException) as exc:
+            raw = pq.read_table(part)
+            _hash_rows(h, raw)
+            tables.append(conform(raw))
+        except (OSError, KeyError, pa.ArrowException) as exc:
             raise InputError(f"{part}: corrupt snapshot part ({exc}); rebuild the snapshot") from None
         except ValueError as exc:
             raise InputError(f"{part}: {exc}; rebuild the snapshot") from None
@@ -215,7 +235,14 @@ def read_snapshot(data: Path | str, ref: str = "LATEST") -> tuple[pa.Table, dict
         raise InputError(
             f"{folder}: manifest says {manifest.get('rows')} rows, parts hold {table.num_rows}; rebuild it"
         )
-    return table, manifest
+    expected, read = manifest.get("content_hash"), h.hexdigest()
+    if read != expected:
+        raise InputError(
+            f"{folder}: the rows do not match the manifest's content hash (read {read[:16]}, manifest "
+            f"{str(expected)[:16]}): a part was changed after the snapshot was written. Rebuild it with "
+            "`spanrl transitions build` (or restore the original parts)"
+        )
+    return table, {**manifest, "content_hash_read": read}
 
 
 def load_snapshot(ref: str = "LATEST", data: Path | str | None = None, as_arrow: bool = False) -> Any:

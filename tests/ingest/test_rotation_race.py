@@ -3,12 +3,11 @@
 The collector is a real process with a tiny ``--rotate-mb``; a sender posts OTLP batches and counts
 the spans the collector acknowledged (HTTP 200); ingest runs over and over meanwhile, so rotations
 land at every point of its plan -> read -> record sequence. Afterwards every acknowledged span is in
-the lake exactly once. The default run is short; ``make stress`` also runs five long ones.
+the lake exactly once. The default run is short; ``make reliability`` also runs five long ones.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 import time
@@ -79,8 +78,7 @@ def test_real_collector_rotating_under_concurrent_ingest(tmp_path) -> None:
     _race(tmp_path, batches=150, seed=1)
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("SPANRL_STRESS"), reason="long race: SPANRL_STRESS=1 (make stress)")
+@pytest.mark.heavy
 @pytest.mark.parametrize("seed", range(5))
 def test_real_collector_rotating_under_concurrent_ingest_long(tmp_path, seed: int) -> None:
     _race(tmp_path, batches=800, seed=seed)

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 import torch
 from click.testing import CliRunner
@@ -187,7 +188,9 @@ def test_config_validation_says_what_to_set() -> None:
 
 
 def test_cli_smoke_writes_every_output(model_dir: Path, tokenizer, tmp_path: Path) -> None:
-    _snapshot(tmp_path, tokenizer, engine=False)  # text path: chat template + token diff
+    from spanrl.transitions.snapshot import content_hash
+
+    snapshot = _snapshot(tmp_path, tokenizer, engine=False)  # text path: chat template + token diff
     (tmp_path / "spanrl.toml").write_text("[train]\nrollouts_per_step = 3\n")
     res = CliRunner().invoke(cli, ["train", "--data", str(tmp_path), "--model", str(model_dir), "--lr", "1e-3",
                                    "--loss-agg", "sequence", "--no-progress"])
@@ -199,7 +202,7 @@ def test_cli_smoke_writes_every_output(model_dir: Path, tokenizer, tmp_path: Pat
     assert (folder / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     state = _state(folder)
     assert state["steps"] == 2 and state["config"]["rollouts_per_step"] == 3 and state["config"]["loss_agg"] == "sequence"
-    assert state["data"]["text"] == 12 and state["snapshot_content_hash"]
+    assert state["data"]["text"] == 12 and state["snapshot_content_hash"] == content_hash(snapshot)
     line = json.loads((tmp_path / "adapters" / "cycles.jsonl").read_text())
     assert line["mean_final_reward"] == pytest.approx(0.5) and line["response_tokens"] > 0
     assert "cycle " in res.output and not list((tmp_path / "adapters").glob(".tmp-*"))
@@ -229,6 +232,16 @@ def test_cli_refuses_other_schema_version_corrupt_and_empty(model_dir: Path, tok
     next(folder.glob("part-*.parquet")).write_bytes(b"not parquet at all")
     code, out = run()
     assert code == 2 and "corrupt" in out
+
+    import pyarrow.parquet as pq
+
+    folder = _snapshot(tmp_path, tokenizer)  # same rows, advantages rewritten: the hash says so
+    part = next(folder.glob("part-*.parquet"))
+    table = pq.read_table(part)
+    i = table.column_names.index("advantage")
+    pq.write_table(table.set_column(i, table.schema.field(i), pa.array([1e6] * table.num_rows)), part)
+    code, out = run()
+    assert code == 2 and "content hash" in out
 
     write_snapshot(tmp_path, TRANSITION_SCHEMA.empty_table())
     code, out = run()

@@ -1,5 +1,5 @@
 -- name: _rollout_status
--- Per rollout: its traces, time span, source files and completeness. Complete = every span of the
+-- Per rollout: its traces, time span, source files (relative to the data root) and completeness. Complete = every span of the
 -- rollout is anchored (a root, a span whose parent arrived or was repaired, or the span carrying the
 -- rollout key: OTel exports a span when it ends, so the root's presence means it ended) and nothing
 -- of the rollout ended within the settle window before the lake's clock: the newest span end or
@@ -12,7 +12,7 @@ SELECT t.rollout_id,
        bool_and(t.anchored) AS anchored,
        min(t.start_ns) AS started_ns,
        max(t.end_ns) AS ended_ns,
-       list(DISTINCT t.source_file ORDER BY t.source_file) AS source_files,
+       list(DISTINCT spanrl_rel_path(t.source_file) ORDER BY spanrl_rel_path(t.source_file)) AS source_files,
        bool_and(t.anchored) AND any_value(c.now_ns) - max(t.end_ns)
            >= coalesce(getvariable('spanrl_settle_ns'), 600000000000) AS complete
 FROM _span_tree t CROSS JOIN clock c

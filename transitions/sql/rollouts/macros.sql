@@ -2,7 +2,13 @@
 -- Small scalar helpers shared by the rollout, reward and AIR SQL (created once per connection).
 -- Variables read (SET VARIABLE by spanrl.ingest.rollouts.set_variables; NULL = not configured):
 --   spanrl_rollout_key, spanrl_task_key, spanrl_agent_regex, spanrl_settle_ns, spanrl_missing_reward,
---   spanrl_reward_keys (VARCHAR[] of --reward-key attribute names)
+--   spanrl_reward_keys (VARCHAR[] of --reward-key attribute names), spanrl_data_root (resolved path)
+
+-- A span file's path relative to the data root when it lies inside it (absolute otherwise), so the
+-- rows, hence the snapshot's content hash, do not depend on where the data root is mounted.
+CREATE OR REPLACE MACRO spanrl_rel_path(f) AS
+    CASE WHEN getvariable('spanrl_data_root') IS NOT NULL AND starts_with(f, getvariable('spanrl_data_root') || '/')
+         THEN f[length(getvariable('spanrl_data_root')) + 2:] ELSE f END;
 
 -- A span status that means failure, whatever spelling stage 1 chose (ERROR, STATUS_CODE_ERROR, 2).
 CREATE OR REPLACE MACRO spanrl_is_error(code) AS
