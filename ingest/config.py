@@ -56,6 +56,10 @@ class IngestConfig:
         if self.settle_s < 0:
             raise InputError(f"--settle must be >= 0s, got {self.settle_s}s")
         self.reward_keys = parse_reward_keys(self.reward_keys)
+        for flag, key in (("--rollout-key", self.rollout_key), ("--task-key", self.task_key)):
+            if key is not None:
+                check_attribute_name(flag, key)
+        check_memory_limit(self.memory_limit)
         if self.agent is not None:
             try:
                 re.compile(self.agent)
@@ -91,12 +95,34 @@ def parse_reward_keys(value: Any) -> list[str]:
     keys: list[str] = []
     for item in items:
         for key in (k.strip() for k in item.split(",")):
-            if any(c in key for c in '"\\') or any(ord(c) < 32 for c in key):
-                raise InputError(f"--reward-key {key!r}: an attribute name cannot hold quotes, backslashes "
-                                 "or control characters")
+            check_attribute_name("--reward-key", key)
             if key and key not in keys:
                 keys.append(key)
     return keys
+
+
+def check_attribute_name(flag: str, key: str) -> None:
+    """An attribute name the SQL looks up as a quoted JSON key (``$."name"``): any text but a quote,
+    a backslash or a control character (which would need escaping there)."""
+    if not isinstance(key, str) or any(c in key for c in '"\\') or any(ord(c) < 32 for c in key):
+        raise InputError(f"{flag} {key!r}: an attribute name cannot hold quotes, backslashes or control characters")
+
+
+def check_memory_limit(value: str) -> None:
+    """Ask DuckDB itself (a throwaway connection) whether it accepts ``value`` as a memory limit, so
+    the accepted spellings are exactly DuckDB's (2GB, 512MiB, 80%...)."""
+    import duckdb
+
+    from spanrl.sqlfiles import sql_literal
+
+    con = duckdb.connect()
+    try:
+        con.execute(f"SET memory_limit = {sql_literal(str(value))}")
+    except (duckdb.Error, InputError) as exc:
+        raise InputError(f"--memory-limit {value!r}: not a memory size DuckDB accepts ({str(exc).splitlines()[0]}); "
+                         "write it like 2GB, 512MB or 80%") from None
+    finally:
+        con.close()
 
 
 def make_ingest_config(**flags: Any) -> IngestConfig:

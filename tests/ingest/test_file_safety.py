@@ -161,3 +161,32 @@ def test_garbage_file_without_timestamp_is_rejected_once(tmp_path) -> None:
     assert s.spans == 2 and s.rejects == 1
     assert [Path(f).name for f, _, _ in rejects_of(tmp_path)] == ["junk.bin"]
     assert ingest(tmp_path).files == 0  # not re-read
+
+
+# ---------------------------------------------------------------- 8. a corrupt lake manifest
+
+
+def test_a_corrupt_manifest_is_rebuilt_not_a_crash_every_run(tmp_path) -> None:
+    """lake/_files.parquet torn (or overwritten by a query result): moved aside with a warning, every
+    span file read again, spans already in the lake dropped as duplicates; later runs are normal."""
+    write_lines(tmp_path / "otel" / CLOSED, span_lines("s", 3))
+    active = tmp_path / "otel" / "traces.jsonl"
+    write_lines(active, span_lines("a", 2))
+    assert ingest(tmp_path).spans == 5
+    manifest = tmp_path / "lake" / "_files.parquet"
+    for broken in (b"PAR1 torn", None):
+        if broken is None:  # a valid Parquet file that is not the manifest (spanrl sql --out, before it refused)
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            pq.write_table(pa.table({"x": [1]}), manifest)
+        else:
+            manifest.write_bytes(broken)
+        with open(active, "a") as fh:
+            fh.write(span_lines(f"n{broken is None}-", 1)[0] + "\n")
+        s = ingest(tmp_path)
+        assert any("_files.parquet" in w and "rebuilt" in w for w in s.warnings), s.warnings
+        assert s.spans == 1 and s.duplicates == 5 + (broken is None)
+        assert list((tmp_path / "lake").glob("_files.parquet.corrupt-*"))
+        assert ingest(tmp_path).files == 0
+    assert len(names(tmp_path)) == 7 and len(set(names(tmp_path))) == 7

@@ -38,10 +38,12 @@ CREATE OR REPLACE MACRO spanrl_may_hold(text, key) AS
 CREATE OR REPLACE MACRO spanrl_may_hold_any(text, keys) AS
     coalesce(list_bool_or(list_transform(keys, lambda x: spanrl_may_hold(text, x))), false);
 
--- An attribute looked up on the span first, then on its resource (NULL when key is NULL).
+-- An attribute looked up on the span first, then on its resource (NULL when key is NULL). The key
+-- is always a name, never a JSON path (a name may start with '$' or '/'); IngestConfig refuses the
+-- characters a quoted path cannot hold.
 CREATE OR REPLACE MACRO spanrl_json_key(j, key) AS CASE
     WHEN j IS NULL OR key IS NULL THEN NULL
-    WHEN spanrl_may_hold(CAST(j AS VARCHAR), key) THEN json_extract_string(j, key) END;
+    WHEN spanrl_may_hold(CAST(j AS VARCHAR), key) THEN json_extract_string(j, '$."' || key || '"') END;
 CREATE OR REPLACE MACRO spanrl_attr(attributes, resource, key) AS
     coalesce(spanrl_json_key(attributes, key), spanrl_json_key(resource, key));
 
