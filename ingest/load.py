@@ -9,12 +9,11 @@ rejects and ``lake/_files.parquet`` are written. Python never loops over spans.
 
 from __future__ import annotations
 
-import fcntl
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +22,6 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from spanrl.errors import InputError
 from spanrl.ingest.config import IngestConfig, describe_config_file
 from spanrl.ingest.decode import decode_to_json_lines
 from spanrl.ingest.scan import (
@@ -40,6 +38,7 @@ from spanrl.ingest.scan import (
     write_file_state,
 )
 from spanrl.ingest.views import read_sql, render_sql, sql_literal
+from spanrl.publish import exclusive
 
 SLOW_CHUNK_BYTES = 64 << 20
 PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 20480"
@@ -256,19 +255,12 @@ def _file_record(item: SpanFile, spans: int, logs: int, now: datetime) -> dict:
             "status": "active" if item.active else "closed", "ingested_at": now}
 
 
-@contextmanager
-def lake_lock(lake: Path) -> Iterator[None]:
-    """One stage-1 run per lake at a time (two would read the same new bytes twice)."""
-    lake.mkdir(parents=True, exist_ok=True)
-    with open(lake / ".ingest.lock", "w") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise InputError(f"another `spanrl ingest` is writing {lake}; wait for it to finish and run again") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+def lake_lock(lake: Path) -> AbstractContextManager[None]:
+    """One writer per lake at a time: a stage-1 run (two would read the same new bytes twice) or a
+    snapshot build (it would read a lake half published). ``spanrl ingest`` holds it across both
+    stages; a second writer is refused at once (exit 2) rather than queued behind a long run."""
+    return exclusive(lake / ".ingest.lock", f"another `spanrl ingest` or `spanrl transitions build` is writing "
+                                            f"{lake}; wait for it to finish and run again")
 
 
 def load_lake(cfg: IngestConfig, on_progress: Callable[[SpanFile, int], None] | None = None,

@@ -58,13 +58,14 @@ def ingest(data: Path, settle: str | None, **flags) -> None:
       spanrl ingest --data ./spanrl-data --settle 0s
     """
     cfg = make_config(data, settle, **flags)
-    from spanrl.ingest.load import load_lake_with_progress
+    from spanrl.ingest.load import lake_lock, load_lake_with_progress
 
-    load_lake_with_progress(cfg)
-    if not cfg.no_transitions:
-        from spanrl.transitions.build import build_transitions, print_summary
+    with lake_lock(cfg.data / "lake"):  # both stages, so no other writer slips in between them
+        load_lake_with_progress(cfg)
+        if not cfg.no_transitions:
+            from spanrl.transitions.build import build_transitions, print_summary
 
-        print_summary(build_transitions(cfg))
+            print_summary(build_transitions(cfg))
 
 
 def _register() -> None:

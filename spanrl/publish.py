@@ -1,4 +1,5 @@
-"""Publishing a folder atomically: the one "temp folder -> rename -> swap the pointer" helper.
+"""Publishing a folder atomically: the one "temp folder -> rename -> swap the pointer" helper,
+and the one lock that keeps two writers of a data root's lake and snapshots apart.
 
 Snapshots (``transitions/<id>/`` + ``transitions/LATEST``) and adapters (``adapters/<id>/`` +
 ``adapters/LATEST``) both appear this way, so a reader sees the old state or the new one, never a
@@ -8,8 +9,10 @@ half-written folder, and a killed writer leaves only a hidden ``.tmp-*`` folder 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -67,3 +70,45 @@ def clean_drafts(root: Path, older_than_s: float = 3600.0) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
             removed += 1
     return removed
+
+
+_held: dict[tuple[str, int], int] = {}  # (lock file, thread) -> depth (flock is per open file)
+_held_guard = threading.Lock()
+
+
+@contextmanager
+def exclusive(lock_file: Path, busy: str) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``lock_file`` for the block, or raise InputError(``busy``) at
+    once when another process (or thread) holds it. Re-entrant within one thread (``spanrl ingest``
+    holds it across both stages; the builder inside takes it again). The kernel drops it if the holder dies,
+    so a ``kill -9`` never leaves a stale lock."""
+    from spanrl.errors import InputError
+
+    key = (str(Path(lock_file).resolve()), threading.get_ident())
+    with _held_guard:
+        if _held.get(key):
+            _held[key] += 1
+            reentered = True
+        else:
+            reentered = False
+    if reentered:
+        try:
+            yield
+        finally:
+            with _held_guard:
+                _held[key] -= 1
+        return
+    Path(lock_file).parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_file, "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(busy) from None
+        with _held_guard:
+            _held[key] = 1
+        try:
+            yield
+        finally:
+            with _held_guard:
+                _held.pop(key, None)
+            fcntl.flock(fh, fcntl.LOCK_UN)

@@ -6,13 +6,16 @@ content equals LATEST's -> commit (rename + atomic LATEST). Every run snapshots 
 rollouts, so the same lake and config always give the same rows (and the same content hash).
 
 Test-only: ``SPANRL_TEST_CRASH_AT=<point>`` makes the builder ``os._exit(137)`` at a named point
-(``registered``, ``rows``, ``part``, ``before_commit``, ``after_commit``) so tests can show that a
-crash never leaves a visible partial snapshot. Never set it outside tests.
+(``locked``, ``registered``, ``rows``, ``part``, ``before_commit``, ``after_commit``) so tests can show
+that a crash never leaves a visible partial snapshot; ``SPANRL_TEST_HOLD_AT=<point>:<file>`` makes it
+wait there until ``<file>`` exists (a real builder holding its lock). Never set them outside tests.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +25,7 @@ import duckdb
 import pyarrow as pa
 
 from spanrl.ingest.config import IngestConfig
+from spanrl.ingest.load import lake_lock
 from spanrl.ingest.views import connect, sql_literal  # stage 1 owns the lake views
 from spanrl.transitions.air import rules_as_dicts
 from spanrl.transitions.credit import EPS, advantage_stats
@@ -31,6 +35,7 @@ from spanrl.transitions.sqlfiles import read_sql
 
 ROWS_PER_PART = 50_000  # fixed, so the same rows always split into the same parts (same hash)
 CRASH_ENV = "SPANRL_TEST_CRASH_AT"
+HOLD_ENV = "SPANRL_TEST_HOLD_AT"  # "<point>:<file>": wait at <point> until <file> exists (tests only)
 
 
 @dataclass
@@ -45,7 +50,16 @@ class BuildResult:
 
 
 def build_transitions(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None = None) -> BuildResult:
-    """Build a snapshot of every complete rollout in ``cfg.data``'s lake (``con``: a prepared lake)."""
+    """Build a snapshot of every complete rollout in ``cfg.data``'s lake (``con``: a prepared lake).
+
+    Holds the lake's writer lock (``lake_lock``): a second builder, or a builder beside a stage-1
+    ingest, is refused (exit 2) instead of reading a lake half published or racing for LATEST."""
+    with lake_lock(Path(cfg.data) / "lake"):
+        _crash_point("locked")
+        return _build(cfg, con)
+
+
+def _build(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None) -> BuildResult:
     clean_stale_drafts(cfg.data)  # temp folders of builders killed over an hour ago (never visible)
     own = con is None
     con = con if con is not None else open_lake(cfg)
@@ -149,6 +163,12 @@ def changed_row_config(latest: dict[str, Any] | None, config: dict[str, Any]) ->
 def _crash_point(point: str) -> None:
     if os.environ.get(CRASH_ENV) == point:
         os._exit(137)
+    hold = os.environ.get(HOLD_ENV, "")
+    if hold.startswith(point + ":"):  # test-only: wait here until the named file exists
+        release = Path(hold.split(":", 1)[1])
+        print(f"holding at {point}", file=sys.stderr, flush=True)
+        while not release.exists():
+            time.sleep(0.05)
 
 
 def collect_stats(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:

@@ -236,9 +236,25 @@ def test_input_glob_and_directory(tmp_path) -> None:
 
 
 def test_a_second_concurrent_run_is_refused(tmp_path) -> None:
+    import threading
+
     from spanrl.errors import InputError
     from spanrl.ingest.load import lake_lock
 
-    with lake_lock(tmp_path / "lake"), pytest.raises(InputError, match="another `spanrl ingest`"):
-        ingest(tmp_path)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # another writer (a thread here; tests/transitions/test_build_lock.py: processes)
+        with lake_lock(tmp_path / "lake"):
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(30)
+    try:
+        with pytest.raises(InputError, match="another `spanrl ingest`"):
+            ingest(tmp_path)
+    finally:
+        release.set()
+        holder.join()
     assert ingest(tmp_path).files == 0  # the lock is released afterwards
