@@ -7,7 +7,9 @@ shapes) read in one place. Errors follow OpenAI's body: ``{"error": {"message", 
 
 from __future__ import annotations
 
+import hmac
 import json
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -72,18 +74,40 @@ def parse_sampling(body: dict[str, Any], default_max_tokens: int) -> tuple[Sampl
 
 
 def messages_and_tools(body: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """The request's messages and tools, every field the server reads checked for its shape first,
+    so a malformed message is a 400 naming it, never an exception deeper down (a 500)."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise ApiError("messages must be a non-empty list of chat messages", param="messages")
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict) or msg.get("role") not in {"system", "developer", "user", "assistant", "tool"}:
             raise ApiError(f"messages[{i}] needs a role of system, developer, user, assistant or tool", param="messages")
+        _check_message(i, msg)
     tools = body.get("tools") or None
     if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
         raise ApiError("tools must be a list of tool objects", param="tools")
     if body.get("tool_choice") == "none":
         tools = None
     return messages, tools
+
+
+def _check_message(i: int, msg: dict[str, Any]) -> None:
+    content = msg.get("content")
+    if content is not None and not isinstance(content, str | list):
+        raise ApiError(f"messages[{i}].content must be a string, a list of parts or null", param="messages")
+    if isinstance(content, list) and not all(isinstance(part, dict | str) for part in content):
+        raise ApiError(f"messages[{i}].content parts must be objects (or strings)", param="messages")
+    calls = msg.get("tool_calls")
+    if calls is None:
+        return
+    if not isinstance(calls, list):
+        raise ApiError(f"messages[{i}].tool_calls must be a list of tool call objects", param="messages")
+    for k, call in enumerate(calls):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) \
+                or not isinstance(fn.get("arguments", "{}"), str | dict):
+            raise ApiError(f"messages[{i}].tool_calls[{k}] must be an object with function: {{name: string, "
+                           "arguments: JSON string}}", param="messages")
 
 
 def choice_params(params: SamplingParams, index: int) -> SamplingParams:
@@ -105,14 +129,71 @@ def logprobs_content(tok: Any, seq: Sequence) -> dict[str, Any]:
     return {"content": content, "refusal": None}
 
 
+MAX_JSON_DEPTH = 64  # no chat request nests deeper; deeper bodies would recurse through the server
+
+
 async def json_body(request: web.Request) -> dict[str, Any]:
+    """The body as a JSON object, at most ``MAX_JSON_DEPTH`` levels deep (else a 400, not a
+    RecursionError somewhere in parsing, tracing or the chat template)."""
     try:
         body = await request.json()
+    except RecursionError:
+        raise ApiError(f"the request body nests deeper than {MAX_JSON_DEPTH} levels") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ApiError(f"the request body is not valid JSON: {exc}") from exc
     if not isinstance(body, dict):
         raise ApiError("the request body must be a JSON object")
+    if _depth(body) > MAX_JSON_DEPTH:
+        raise ApiError(f"the request body nests deeper than {MAX_JSON_DEPTH} levels")
     return body
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a parsed JSON value, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > MAX_JSON_DEPTH:
+            break
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
+    return deepest
+
+
+def authorized(header: str | None, token: str | None) -> bool:
+    """``Authorization: Bearer TOKEN`` in constant time (the collector's rule); no token: open. Any
+    header text is answered, never raised on: non-ASCII is simply not the token."""
+    if token is None:
+        return True
+    scheme, _, value = (header or "").strip().partition(" ")
+    given = value.strip().encode("utf-8", "surrogatepass")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given, token.encode("utf-8"))
+
+
+def auth_middleware(token: str | None, open_paths: frozenset[str] = frozenset({"/health"})) -> Any:
+    """Every route but ``open_paths`` (liveness probes) needs the bearer token; 401 otherwise."""
+
+    @web.middleware
+    async def check(request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.path not in open_paths and not authorized(request.headers.get("Authorization"), token):
+            return error_response(ApiError("missing or wrong 'Authorization: Bearer <token>' header", 401))
+        return await handler(request)
+
+    return check
+
+
+def check_adapter_path(path: str, adapters_root: Path, allow_any: bool) -> Path:
+    """A ``load_lora_adapter`` path: a PEFT folder, and (unless ``allow_any``) inside the data root's
+    adapters folder once symlinks are resolved, so a client cannot make the server read any path."""
+    folder = Path(path).expanduser().resolve()
+    root = adapters_root.resolve()
+    if not allow_any and root not in folder.parents:
+        raise ApiError(f"{path} is outside {root}; this server loads adapters from there only "
+                       "(start it with --allow-any-adapter-path to load others)", 403, "lora_path")
+    if not (folder / "adapter_config.json").is_file():
+        raise ApiError(f"{path} holds no adapter_config.json; pass a PEFT adapter folder", param="lora_path")
+    return folder
 
 
 async def stream_response(request: web.Request, response: dict[str, Any], headers: dict[str, str],

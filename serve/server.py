@@ -24,6 +24,8 @@ from aiohttp import web
 from spanrl.errors import InputError
 from spanrl.serve.api import (
     ApiError,
+    auth_middleware,
+    check_adapter_path,
     choice_params,
     error_response,
     json_body,
@@ -65,6 +67,8 @@ class ServeConfig:
     continuous_batching: bool = field(default=True, metadata={"help": "Let waiting requests join a running batch between decode steps."})
     otlp_endpoint: str | None = field(default=None, metadata={"help": "OTLP/HTTP base URL for the server's spans (default: OTEL_EXPORTER_OTLP_ENDPOINT)."})
     capture_messages: bool = field(default=True, metadata={"help": "Put gen_ai.input/output.messages on the span."})
+    token: str | None = field(default=None, metadata={"help": "Require 'Authorization: Bearer TOKEN' (all but /health)."})
+    allow_any_adapter_path: bool = field(default=False, metadata={"help": "load_lora_adapter may load folders outside DATA/adapters."})
 
     def __post_init__(self) -> None:
         if self.max_batch < 1:
@@ -96,7 +100,7 @@ class ChatServer:
         self.started = time.time()
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[auth_middleware(self.config.token)])
         app.router.add_post("/v1/chat/completions", self.chat)
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/health", self.health)
@@ -137,11 +141,10 @@ class ChatServer:
             name, path = body.get("lora_name"), body.get("lora_path")
             if not isinstance(name, str) or not name or not isinstance(path, str) or not path:
                 raise ApiError("load_lora_adapter needs lora_name and lora_path (strings)")
-            if not (Path(path) / "adapter_config.json").is_file():
-                raise ApiError(f"{path} holds no adapter_config.json; pass a PEFT adapter folder", param="lora_path")
+            folder = check_adapter_path(path, adapters_dir(self.config.data), self.config.allow_any_adapter_path)
             if name in self.engine.loaded and not body.get("load_inplace", False):  # vLLM's rule
                 raise ApiError(f"The lora adapter '{name}' has already been loaded; pass load_inplace: true to replace it.")
-            await self._on_model_thread(lambda: self.engine.load_adapter(name, Path(path)))
+            await self._on_model_thread(lambda: self.engine.load_adapter(name, folder))
         except ApiError as exc:
             return error_response(exc)
         except Exception as exc:
@@ -171,10 +174,10 @@ class ChatServer:
             if not isinstance(model, str):
                 raise ApiError(f"model must be a string, got {model!r}", param="model")
             adapter = self._adapter_for(model)
+            messages, tools = messages_and_tools(body)  # shapes checked before anything reads them
+            params, n = parse_sampling(body, self.config.max_tokens)
             span = start_chat_span(self.tracer, self.name, request.headers)
             span.set_attributes(request_attributes(self.name, body, self.config.capture_messages))
-            messages, tools = messages_and_tools(body)
-            params, n = parse_sampling(body, self.config.max_tokens)
             prompt_ids = self._prompt(messages, tools, params)
             job = Job([Sequence(prompt_ids, choice_params(params, i)) for i in range(n)], adapter)
             await asyncio.wrap_future(self.batcher.submit(job))

@@ -315,8 +315,9 @@ def test_adapter_hot_reload_mid_traffic(model_dir: Path, tmp_path: Path) -> None
 
 def test_load_lora_adapter_endpoint(model_dir: Path, tmp_path: Path, served, client: openai.OpenAI) -> None:
     running, _ = served
-    adapter = _write_adapter(model_dir, tmp_path / "named", seed=3)
-    bad = httpx.post(running.url + "/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": str(tmp_path)})
+    adapters = running.server.config.data / "adapters"  # the only place it loads from by default
+    adapter = _write_adapter(model_dir, adapters / "named", seed=3)
+    bad = httpx.post(running.url + "/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": str(adapters / "none")})
     assert bad.status_code == 400 and "adapter_config.json" in bad.json()["error"]["message"]
     ok = httpx.post(running.url + "/v1/load_lora_adapter", json={"lora_name": "my-lora", "lora_path": str(adapter)},
                     timeout=60)
