@@ -250,8 +250,13 @@ def plan_files(paths: list[Path], state: dict[str, dict], warnings: list[str] | 
     after the plan cannot change what is read. A file gone before it could be opened is a warning;
     past the process's open-file limit the rest wait for the next run (also a warning)."""
     warnings = warnings if warnings is not None else []
+    budget = _open_file_budget(len(paths))
     plan: list[SpanFile] = []
-    for path in paths:
+    for n, path in enumerate(paths):
+        if len(plan) >= budget:
+            warnings.append(f"{len(paths) - n} span file(s) left for the next run: no more files can be held "
+                            "open at once (raise the open-file limit, ulimit -n, to read them in one run)")
+            break
         try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
@@ -260,8 +265,8 @@ def plan_files(paths: list[Path], state: dict[str, dict], warnings: list[str] | 
         except OSError as exc:
             if exc.errno != errno.EMFILE:
                 raise
-            warnings.append(f"{len(paths) - paths.index(path)} span file(s) left for the next run: no more "
-                            f"files can be held open at once ({exc.strerror})")
+            warnings.append(f"{len(paths) - n} span file(s) left for the next run: no more files can be held "
+                            f"open at once ({exc.strerror})")
             break
         item = _plan_one(path, fd, state)
         if item is None:
@@ -270,6 +275,31 @@ def plan_files(paths: list[Path], state: dict[str, dict], warnings: list[str] | 
         item.fd = fd
         plan.append(item)
     return plan
+
+
+FD_RESERVE = 256  # descriptors left for DuckDB (its threads, staged Parquet, spill files) and the rest
+
+
+def _open_file_budget(wanted: int) -> int:
+    """How many planned files may be held open at once: the soft open-file limit, lifted towards the
+    hard one when a long backlog needs it, minus what is open already and ``FD_RESERVE``. Past it the
+    rest of the backlog waits for the next run (a warning), rather than DuckDB failing mid-run."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+            target = wanted + 2 * FD_RESERVE
+            target = target if hard == resource.RLIM_INFINITY else min(hard, target)
+            if target > soft:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+                soft = target
+        if soft == resource.RLIM_INFINITY:
+            return wanted
+        in_use = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 64
+        return max(1, soft - in_use - FD_RESERVE)
+    except (ImportError, ValueError, OSError):
+        return wanted  # not POSIX, or not allowed: plan_files stops at EMFILE with a warning
 
 
 def open_planned(item: SpanFile) -> int | None:

@@ -190,3 +190,32 @@ def test_a_corrupt_manifest_is_rebuilt_not_a_crash_every_run(tmp_path) -> None:
         assert list((tmp_path / "lake").glob("_files.parquet.corrupt-*"))
         assert ingest(tmp_path).files == 0
     assert len(names(tmp_path)) == 7 and len(set(names(tmp_path))) == 7
+
+
+def test_more_files_than_the_open_file_limit_wait_for_the_next_run(tmp_path) -> None:
+    """Planned files are held open until read; past what the limit allows (keeping room for DuckDB)
+    the rest of the backlog is a warning and is read by the next runs. Real processes with a low
+    hard limit (``ulimit -n``), so the limit cannot simply be lifted."""
+    import resource
+    import subprocess
+    import sys
+
+    from spanrl.ingest.scan import FD_RESERVE
+
+    for i in range(24):
+        write_lines(tmp_path / "otel" / f"traces-2026-01-01T00-00-{i:02d}.000.jsonl", span_lines(f"f{i}-", 1))
+    limit = FD_RESERVE + 16  # the interpreter holds a few; room for ~10 span files beside the reserve
+
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    outputs = []
+    for _ in range(10):
+        run = subprocess.run([sys.executable, "-m", "spanrl", "ingest", "--data", str(tmp_path), "--no-transitions"],
+                             capture_output=True, text=True, preexec_fn=low_limit, timeout=120)
+        assert run.returncode == 0, run.stderr[-2000:]
+        outputs.append(run.stdout + run.stderr)
+        if "no new span data" in outputs[-1]:
+            break
+    assert "left for the next run" in outputs[0]
+    assert len(outputs) > 2 and len(names(tmp_path)) == 24
