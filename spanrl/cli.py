@@ -44,9 +44,11 @@ def cli() -> None:
 def _register() -> None:
     from spanrl.collector.cli import collector
     from spanrl.ingest.cli import ingest, sql, transitions
+    from spanrl.judge.cli import judge
+    from spanrl.rollout.cli import rollout, tasks
     from spanrl.trainer.cli import demo, report, serve, train
 
-    for command in (collector, ingest, transitions, sql, train, serve, demo, report):
+    for command in (collector, ingest, transitions, sql, train, serve, demo, report, tasks, rollout, judge):
         cli.add_command(command)
 
 

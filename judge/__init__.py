@@ -1,0 +1,1 @@
+"""Judge stage (placeholder, filled below)."""
