@@ -8,7 +8,6 @@ the tasks themselves (``task_id`` and ``expected`` columns are kept when present
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -16,21 +15,18 @@ import pyarrow as pa
 
 from spanrl.errors import InputError
 from spanrl.rollout.tasks import task_id_for
+from spanrl.sqlfiles import SqlFiles
 
 DEFAULT_SQL = "SELECT rollout_id FROM rollouts WHERE complete"
-
-
-def read_sql(name: str) -> str:
-    return resources.files("spanrl.rollout").joinpath("sql", f"{name}.sql").read_text()
+SQL = SqlFiles("spanrl.rollout")
 
 
 def export_tasks(data: Path, sql: str | None = None) -> list[dict[str, Any]]:
     """Task lines (``task_id``, ``input``, ``rollouts`` seen) for the rollouts ``sql`` selects."""
-    from spanrl.ingest.query import lake_is_empty, run_query
-    from spanrl.ingest.views import connect
+    from spanrl.query import connect, run_query
 
-    if lake_is_empty(data):
-        raise InputError(f"the trace lake {Path(data) / 'lake'} is empty: run `spanrl ingest` first")
+    if not any((Path(data) / "lake" / "spans").glob("*/*.parquet")):
+        raise InputError(f"the trace lake {Path(data) / 'lake'} holds no spans: run `spanrl ingest` first")
     con = connect(Path(data), stage2=True)
     selected = run_query(Path(data), sql or DEFAULT_SQL, con)
     if "input" in selected.column_names:
@@ -39,7 +35,7 @@ def export_tasks(data: Path, sql: str | None = None) -> list[dict[str, Any]]:
         raise InputError(f"--sql returned columns {selected.column_names}; select a `rollout_id` column "
                          "(e.g. SELECT rollout_id FROM rollouts WHERE ...) or an `input` column")
     con.register("_selected", selected.select(["rollout_id"]))
-    rows = con.execute(read_sql("task_inputs")).fetch_arrow_table().to_pylist()
+    rows = con.execute(SQL.read("task_inputs")).fetch_arrow_table().to_pylist()
     return [{"task_id": r["task_id"] or task_id_for(r["input"]), "input": r["input"], "rollouts": r["rollouts"]}
             for r in rows]
 

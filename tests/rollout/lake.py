@@ -24,8 +24,7 @@ def ingest(data: Path, *extra: str) -> str:
 
 def query_spans(data: Path, sql: str) -> list[dict[str, Any]]:
     """A query over ``spans``/``logs``/``llm_calls`` (no stage-2 views)."""
-    from spanrl.ingest.query import run_query
-    from spanrl.ingest.views import connect
+    from spanrl.query import connect, run_query
 
     return run_query(Path(data), sql, connect(Path(data), stage2=False)).to_pylist()
 
