@@ -35,7 +35,7 @@ def export_tasks(data: Path, sql: str | None = None) -> list[dict[str, Any]]:
         raise InputError(f"--sql returned columns {selected.column_names}; select a `rollout_id` column "
                          "(e.g. SELECT rollout_id FROM rollouts WHERE ...) or an `input` column")
     con.register("_selected", selected.select(["rollout_id"]))
-    rows = con.execute(SQL.read("task_inputs")).fetch_arrow_table().to_pylist()
+    rows = con.sql(SQL.read("task_inputs")).to_arrow_table().to_pylist()
     return [{"task_id": r["task_id"] or task_id_for(r["input"]), "input": r["input"], "rollouts": r["rollouts"]}
             for r in rows]
 

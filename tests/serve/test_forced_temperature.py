@@ -12,7 +12,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from spanrl.errors import InputError
-from spanrl.trainer.serve import ServeConfig, serve_in_background
+from spanrl.serve.server import ServeConfig, serve_in_background
 from tests.helpers.tiny_model import make_tiny_model
 
 HELLO = [{"role": "user", "content": "Tell me a story about a cat."}]
