@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from spanrl.errors import InputError
+from spanrl.publish import read_pointer
 
 SERVE_START_TIMEOUT_S = 600.0  # a first `--model demo` converts the GGUF once (minutes on 2 cores)
 _SERVE_READY = re.compile(r"spanrl serve: .* on (http://\S+/v1)")
@@ -55,8 +56,7 @@ def embedded_collector(data: Path) -> Iterator[str]:
 
 def latest_adapter(data: Path) -> str | None:
     """The id in ``DATA/adapters/LATEST`` (DESIGN §1), or None before the first training cycle."""
-    latest = Path(data) / "adapters" / "LATEST"
-    return latest.read_text().strip() or None if latest.is_file() else None
+    return read_pointer(Path(data) / "adapters")
 
 
 @contextlib.contextmanager
