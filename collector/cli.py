@@ -58,7 +58,7 @@ def collector(data: Path, embedded: bool, host: str, http_port: int, grpc_port: 
         config_path = find_config()
         from spanrl.collector.lock import CollectorLock
 
-        CollectorLock(data / "otel").acquire()  # held until this process exits
+        CollectorLock(data).acquire()  # held until this process exits
         click.echo(f"spanrl collector: running {binary} --config {config_path} (data={data}/otel)", err=True)
         sys.exit(run_otelcol(binary, config_path, otelcol_env(data, host, http_port, grpc_port, rotate_mb)))
     from spanrl.collector.config import CollectorConfig

@@ -1,7 +1,8 @@
 """One collector per data root: two writers appending to the same ``traces.jsonl`` (and rotating it
 under each other) would interleave lines and rename files the other still writes.
 
-The lock is an ``flock`` on ``DATA/otel/.collector.lock`` (a hidden file: ingest skips it). The
+The lock is an ``flock`` on ``DATA/.collector.lock`` (beside ``otel/``, not in it: the span folder
+holds span files only, and may be a mount of its own with few inodes). The
 kernel drops it when the process dies, so a ``kill -9`` never leaves a stale lock behind. The file
 holds the owner's pid, only to make the refusal message useful.
 """
@@ -20,8 +21,8 @@ LOCK_NAME = ".collector.lock"
 class CollectorLock:
     """Held from ``acquire`` to ``release``; a second holder (any process) is refused with a message."""
 
-    def __init__(self, otel_dir: Path) -> None:
-        self.path = Path(otel_dir) / LOCK_NAME
+    def __init__(self, data_root: Path) -> None:
+        self.path = Path(data_root) / LOCK_NAME
         self._fd: int | None = None
 
     def acquire(self) -> CollectorLock:
@@ -32,7 +33,7 @@ class CollectorLock:
         except BlockingIOError:
             owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             os.close(fd)
-            raise InputError(f"another collector (pid {owner}) is already writing {self.path.parent}; "
+            raise InputError(f"another collector (pid {owner}) is already writing {self.path.parent / 'otel'}; "
                              "stop it, or send to it (OTEL_EXPORTER_OTLP_ENDPOINT / --otlp), "
                              "or use another --data") from None
         os.ftruncate(fd, 0)

@@ -40,7 +40,7 @@ class EmbeddedCollector:
         self.receiver: Receiver | None = None
         self._runner: web.AppRunner | None = None
         self._grpc: grpc.aio.Server | None = None
-        self._lock = CollectorLock(config.otel_dir)
+        self._lock = CollectorLock(config.data_root)
 
     async def start(self) -> Endpoints:
         if not self.config.discard:  # the data root's one writer (a second collector is refused)
