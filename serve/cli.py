@@ -32,6 +32,8 @@ from spanrl.options import data_option
               help="OTLP/HTTP base URL for the server's own spans (default: $OTEL_EXPORTER_OTLP_ENDPOINT; none: no export).")
 @click.option("--capture-messages/--no-capture-messages", default=True, show_default=True,
               help="Record gen_ai.input/output.messages on the server's spans (token ids are always recorded).")
+@click.option("--temperature", default=None, type=float,
+              help="Sample at this temperature whatever requests ask (e.g. 0.8 for `spanrl rollout` groups).")
 @click.option("--token", envvar="SPANRL_SERVE_TOKEN", default=None,
               help="Require 'Authorization: Bearer TOKEN' on every route but /health (env SPANRL_SERVE_TOKEN).")
 @click.option("--allow-any-adapter-path", is_flag=True, default=False,
@@ -39,7 +41,7 @@ from spanrl.options import data_option
 def serve(data: Path, model: Path, adapter: str | None, host: str, port: int, served_model_name: str | None,
           max_batch: int, batch_wait_ms: float, max_tokens: int, device: str, threads: int | None,
           continuous_batching: bool, otlp_endpoint: str | None,
-          capture_messages: bool, token: str | None, allow_any_adapter_path: bool) -> None:
+          capture_messages: bool, temperature: float | None, token: str | None, allow_any_adapter_path: bool) -> None:
     """OpenAI-compatible chat server (transformers + peft) that traces its own token ids.
 
     Batches concurrent requests, hot-loads a new adapter when adapters/LATEST changes (between
@@ -59,6 +61,6 @@ def serve(data: Path, model: Path, adapter: str | None, host: str, port: int, se
                          served_model_name=served_model_name, max_batch=max_batch, batch_wait_ms=batch_wait_ms,
                          max_tokens=max_tokens, device=device, threads=threads,
                          continuous_batching=continuous_batching, otlp_endpoint=otlp_endpoint,
-                         capture_messages=capture_messages, token=token or None,
+                         capture_messages=capture_messages, temperature=temperature, token=token or None,
                          allow_any_adapter_path=allow_any_adapter_path)
     run_server(config)

@@ -88,7 +88,10 @@ multi AS (  -- a call seen twice or more: the best-ranked member, filled in from
            any_value(attr_int_list(token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids')) AS prompt_token_ids,
            any_value(attr_int_list(token_attrs, 'spanrl.response_token_ids', 'response_token_ids')) AS response_token_ids,
            any_value(try_cast(json_or_text(json_extract(token_attrs, '$."spanrl.response_logprobs"')) AS FLOAT[])) AS response_logprobs,
-           coalesce(arg_min(m_temperature, rank_key), any_value(m_temperature)) AS temperature,
+           -- the engine's temperature when a member sampled (token ids): what its log-probs were taken at
+           -- (`spanrl serve --temperature` overrides the client's request)
+           coalesce(any_value(m_temperature) FILTER (WHERE token_attrs IS NOT NULL),
+                    arg_min(m_temperature, rank_key), any_value(m_temperature)) AS temperature,
            any_value(rid) AS response_id,
            arg_min(status_code, rank_key) AS status_code
     FROM grouped AS g
