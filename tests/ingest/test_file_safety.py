@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.load import load_lake
@@ -192,6 +193,7 @@ def test_a_corrupt_manifest_is_rebuilt_not_a_crash_every_run(tmp_path) -> None:
     assert len(names(tmp_path)) == 7 and len(set(names(tmp_path))) == 7
 
 
+@pytest.mark.heavy  # ~15 s of real ingest processes: make reliability
 def test_more_files_than_the_open_file_limit_wait_for_the_next_run(tmp_path) -> None:
     """Planned files are held open until read; past what the limit allows (keeping room for DuckDB)
     the rest of the backlog is a warning and is read by the next runs. Real processes with a low
