@@ -43,10 +43,11 @@ def cli() -> None:
 
 def _register() -> None:
     from spanrl.collector.cli import collector
+    from spanrl.export.cli import export
     from spanrl.ingest.cli import ingest, sql, transitions
     from spanrl.trainer.cli import demo, report, serve, train
 
-    for command in (collector, ingest, transitions, sql, train, serve, demo, report):
+    for command in (collector, ingest, transitions, sql, train, serve, demo, report, export):
         cli.add_command(command)
 
 

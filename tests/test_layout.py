@@ -11,6 +11,8 @@ FORBIDDEN = {
     "transitions": ("spanrl.ingest", "spanrl.collector", "spanrl.trainer"),
     "ingest": ("spanrl.trainer", "spanrl.collector"),
     "collector": ("spanrl.ingest", "spanrl.trainer", "spanrl.transitions"),
+    # export reads snapshots through spanrl.transitions' reader API only
+    "export": ("spanrl.ingest", "spanrl.collector", "spanrl.trainer"),
 }
 
 
