@@ -196,7 +196,7 @@ def main() -> None:
     p.add_argument("--dir", type=Path, default=None, help="work folder (default: a temp dir)")
     args = p.parse_args()
     try:
-        import spanrl.ingest.build  # noqa: F401
+        import spanrl.transitions.build  # noqa: F401
         full = not args.no_full
     except ImportError:
         full = False

@@ -39,7 +39,7 @@ def _model(name: str, work: Path) -> Path:
 
         return make_tiny_model(work / "tiny-chat")
     if name == "demo":
-        from spanrl.trainer.models import prepare_demo_model
+        from spanrl.serve.models import prepare_demo_model
 
         return prepare_demo_model(Path(tempfile.gettempdir()) / "spanrl-bench-data")
     return Path(name)
@@ -54,7 +54,7 @@ def _one(http: httpx.Client, url: str, i: int, max_tokens: int) -> list[int]:
 
 
 def bench_model(name: str, n: int, rounds: int, max_tokens: int, work: Path, threads: int | None) -> dict[str, float]:
-    from spanrl.trainer.serve import ServeConfig, serve_in_background
+    from spanrl.serve.server import ServeConfig, serve_in_background
 
     path = _model(name, work)
     running = serve_in_background(ServeConfig(model=path, data=work / "data", port=0, max_batch=n,
@@ -87,7 +87,7 @@ def bench_model(name: str, n: int, rounds: int, max_tokens: int, work: Path, thr
 def bench_agents(name: str, n: int, turns: int, work: Path, threads: int | None) -> None:
     """N 'agents' each making ``turns`` calls one after another, reply lengths varying (8..40 tokens):
     static batching (a batch runs until its longest row ends) vs continuous (waiting calls join it)."""
-    from spanrl.trainer.serve import ServeConfig, serve_in_background
+    from spanrl.serve.server import ServeConfig, serve_in_background
 
     path = _model(name, work)
     lengths = [[8 + (7 * a + 13 * t) % 33 for t in range(turns)] for a in range(n)]

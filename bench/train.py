@@ -143,7 +143,7 @@ def prepare(name: str, work: Path, steps: int, batch: int, seq_len: int, varied:
     if name == "tiny":
         model = make_tiny_model(work / "tiny-model")
     else:
-        from spanrl.trainer.models import prepare_demo_model
+        from spanrl.serve.models import prepare_demo_model
 
         model = prepare_demo_model(Path(os.environ.get("SPANRL_BENCH_CACHE", Path(tempfile.gettempdir()) / "spanrl-bench")))
     tokenizer = AutoTokenizer.from_pretrained(model)

@@ -10,12 +10,10 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spanrl import __version__
-
-if TYPE_CHECKING:
-    from spanrl.export.export import ExportConfig, ExportResult
+from spanrl.export.config import ExportConfig, ExportResult, export_options
 
 CARD_MARKER = "<!-- written by spanrl export -->"
 
@@ -45,8 +43,6 @@ def _front_matter(cfg: ExportConfig, file_name: str) -> str:
 def write_card(path: Path, cfg: ExportConfig, result: ExportResult, manifest: dict[str, Any],
                types: dict[str, str]) -> None:
     """Write README.md; ``types`` maps the output columns to their DuckDB types."""
-    from spanrl.export.export import export_options
-
     fmt = cfg.spec
     out_cols = [c for c in types if c != "drop_reason"] if not fmt.line_column else list(fmt.columns)
     lines = [

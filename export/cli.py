@@ -41,7 +41,7 @@ def export(data: Path, snapshot: str, fmt: str, out: Path, file_type: str | None
       spanrl export --format trl-dpo --out ./exports/dpo
       accelerate launch my_trl_dpo.py   # load_dataset("./exports/dpo", split="train")
     """
-    from spanrl.export.export import ExportConfig, export_snapshot
+    from spanrl.export import ExportConfig, export_snapshot
 
     cfg = ExportConfig(data=data, format=fmt, out=out, snapshot=snapshot, file_type=file_type,
                        reward_column=reward_column, min_reward=min_reward, threshold=threshold,

@@ -1,1 +1,4 @@
-"""Ingest stage: span files -> Parquet trace lake -> views -> transition snapshots (DESIGN §3-5)."""
+"""Ingest stage: span files -> Parquet trace lake + the lake views (DESIGN §3-4).
+
+Later stages read the lake through ``spanrl.ingest.views.connect`` (their small reader API).
+"""

@@ -1,58 +1,30 @@
 """The SQL views over the trace lake (DESIGN §4), and the one place SQL text is loaded and quoted.
 
 Every view is a plain ``.sql`` file under ``ingest/sql/``; ``connect()`` opens an in-memory DuckDB
-over the lake's Parquet files and registers them in ``VIEW_ORDER``. A view whose file is not there
-yet (``rewards``, ``rollouts`` come from another stage) is skipped, so the lake works on its own.
+over the lake's Parquet files and registers them in ``VIEW_ORDER``. This is the small reader API
+later stages use: ``spanrl.transitions`` adds rewards/rollouts on top, ``spanrl.query`` locks it down.
 """
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
 import duckdb
 
-from spanrl.errors import InputError
+from spanrl.sqlfiles import SqlFiles, sql_literal
 
 # Registration order matters: later views read earlier ones.
-VIEW_ORDER = ["spans", "logs", "llm_calls", "tool_calls", "rewards", "rollouts"]
+VIEW_ORDER = ["spans", "logs", "llm_calls", "tool_calls"]
 # llm_calls is one UNION ALL BY NAME over one file per convention (ingest/sql/llm_calls/*.sql).
 CALL_VIEWS = ("llm_calls", "tool_calls")  # the views the snapshot builder materialises itself
 LLM_CONVENTIONS = ["genai_events", "genai_latest", "openinference", "openllmetry", "langsmith", "vercel_ai",
                    "logfire", "agent_lightning", "payload"]
 
 
-def sql_literal(value: str | Path | list[str] | list[Path]) -> str:
-    """Quote a path, glob or list of them as a DuckDB literal: the only way strings enter SQL text.
-
-    Values that can be bound go in as ``$name`` parameters; table-function arguments inside views
-    and COPY targets cannot, so they come through here.
-    """
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(sql_literal(v) for v in value) + "]"
-    text = str(value)
-    if "\x00" in text:
-        raise InputError(f"{text!r}: a path cannot contain a NUL byte")
-    return "'" + text.replace("'", "''") + "'"
-
-
-def read_sql(name: str) -> str:
-    """The text of ``ingest/sql/<name>.sql`` (package data)."""
-    return resources.files("spanrl.ingest").joinpath("sql", f"{name}.sql").read_text()
-
-
-def sql_exists(name: str) -> bool:
-    return resources.files("spanrl.ingest").joinpath("sql", f"{name}.sql").is_file()
-
-
-def render_sql(name: str, **literals: str | Path | list) -> str:
-    """``read_sql`` with each ``${key}`` replaced by ``sql_literal(value)``; nothing else is pasted."""
-    text = read_sql(name)
-    for key, value in literals.items():
-        text = text.replace("${" + key + "}", sql_literal(value))
-    if "${" in text:
-        raise RuntimeError(f"{name}.sql: a ${{...}} placeholder was left unfilled")
-    return text
+_SQL = SqlFiles("spanrl.ingest")
+read_sql = _SQL.read
+sql_exists = _SQL.exists
+render_sql = _SQL.render
 
 
 def lake_glob(lake: Path, table: str) -> str | None:
@@ -63,18 +35,16 @@ def lake_glob(lake: Path, table: str) -> str | None:
     return str(folder / "*" / "*.parquet")
 
 
-def connect(data: Path, read_only: bool = True, stage2: bool = True,
-            call_views: bool = True) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with every lake table and view registered.
+def connect(data: Path, read_only: bool = True, call_views: bool = True) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with the lake tables and stage 1's views registered.
 
-    ``stage2=False`` leaves out the rewards/rollouts views (quicker when only the lake is needed).
-    ``call_views=False`` registers the convention views but not ``llm_calls``/``tool_calls``
+    Stage 2's views (rewards, rollouts) are registered by ``spanrl.transitions``; the connection that
+    ``spanrl sql`` uses, with both, is ``spanrl.query.connect``. ``call_views=False`` registers the convention views but not ``llm_calls``/``tool_calls``
     themselves: the snapshot builder creates those once, as temp tables, from the same SQL files
     (creating a view binds its whole SQL, and binding ``llm_calls`` is a fixed ~0.2 s cost).
 
-    With ``read_only`` the connection can reach nothing outside the data root (DuckDB's
-    ``allowed_directories`` + ``enable_external_access = false``, locked); ``spanrl sql`` also
-    refuses every statement that is not a query (see ``query.py``), so the lake cannot be written.
+    With ``read_only`` the connection is locked down at once (``lock_down``); a caller that registers
+    more views first passes ``read_only=False`` and locks it itself.
     """
     lake = Path(data) / "lake"
     con = duckdb.connect()
@@ -92,16 +62,18 @@ def connect(data: Path, read_only: bool = True, stage2: bool = True,
             register_view(con, name)
         elif name == "llm_calls":
             register_conventions(con)
-    if stage2:
-        from spanrl.ingest.rollouts import register_lake_views  # stage 2: rewards, rollouts (engineer C)
-
-        register_lake_views(con, data)
     if read_only:
-        root = str(Path(data).resolve())
-        con.execute(f"SET allowed_directories = [{sql_literal(root)}]")
-        con.execute("SET enable_external_access = false")
-        con.execute("SET lock_configuration = true")
+        lock_down(con, data)
     return con
+
+
+def lock_down(con: duckdb.DuckDBPyConnection, data: Path) -> None:
+    """Nothing outside the data root is reachable from ``con`` any more, and that cannot be undone
+    (``allowed_directories`` + ``enable_external_access = false``, then the configuration locked)."""
+    root = str(Path(data).resolve())
+    con.execute(f"SET allowed_directories = [{sql_literal(root)}]")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
 
 
 def register_conventions(con: duckdb.DuckDBPyConnection) -> None:

@@ -1,17 +1,22 @@
-"""The ``spanrl`` command: one click group that only registers each stage's commands.
+"""The ``spanrl`` command: one click group that registers each stage's commands.
 
-torch, transformers and peft are imported inside the train/serve bodies only, so
-``spanrl sql --help`` stays fast without the ``train`` extra.
+It also wires ``spanrl ingest`` itself, the one command that runs two stages (span files -> lake,
+then lake -> snapshot), so that no stage imports a later one. torch, transformers and peft are
+imported inside the train/serve bodies only, so ``spanrl sql --help`` stays fast without them.
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
 from spanrl import __version__
 from spanrl.errors import BadInput, InputError
+from spanrl.ingest.cli import stage1_options
+from spanrl.options import data_option
+from spanrl.transitions.cli import make_config, stage2_options
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -41,11 +46,35 @@ def cli() -> None:
     """
 
 
+@click.command()
+@data_option
+@stage1_options
+@stage2_options
+def ingest(data: Path, settle: str | None, **flags) -> None:
+    """Span files -> trace lake (Parquet) -> transition snapshot. Safe to re-run.
+
+    \b
+    Example:
+      spanrl ingest --data ./spanrl-data --settle 0s
+    """
+    cfg = make_config(data, settle, **flags)
+    from spanrl.ingest.load import load_lake_with_progress
+
+    load_lake_with_progress(cfg)
+    if not cfg.no_transitions:
+        from spanrl.transitions.build import build_transitions, print_summary
+
+        print_summary(build_transitions(cfg))
+
+
 def _register() -> None:
     from spanrl.collector.cli import collector
+    from spanrl.demo.cli import demo, report
     from spanrl.export.cli import export
-    from spanrl.ingest.cli import ingest, sql, transitions
-    from spanrl.trainer.cli import demo, report, serve, train
+    from spanrl.query.cli import sql
+    from spanrl.serve.cli import serve
+    from spanrl.trainer.cli import train
+    from spanrl.transitions.cli import transitions
 
     for command in (collector, ingest, transitions, sql, train, serve, demo, report, export):
         cli.add_command(command)

@@ -1,47 +1,125 @@
-"""Data flows one way: trainer never imports ingest or collector; stages cross only as files."""
+"""The architecture, checked: one stage per folder, data flowing one way, small modules, no cycles.
+
+docs/architecture.md describes the stages; this file keeps the tree honest about it. A new code
+folder must be added to ``MAY_IMPORT`` (which earlier stages it reads through their small APIs).
+"""
 
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FORBIDDEN = {
-    "trainer": ("spanrl.ingest", "spanrl.collector"),
-    "transitions": ("spanrl.ingest", "spanrl.collector", "spanrl.trainer"),
-    "ingest": ("spanrl.trainer", "spanrl.collector"),
-    "collector": ("spanrl.ingest", "spanrl.trainer", "spanrl.transitions"),
-    # export reads snapshots through spanrl.transitions' reader API only
-    "export": ("spanrl.ingest", "spanrl.collector", "spanrl.trainer"),
+# folder -> the stages it may import (besides the root package's shared modules). Data flows
+# collector -> span files -> ingest -> lake -> transitions -> snapshots -> trainer -> adapters -> serve;
+# query answers SQL over lake + stage 2; demo drives every stage as processes and reads their files.
+MAY_IMPORT: dict[str, set[str]] = {
+    "collector": set(),
+    "ingest": set(),
+    "transitions": {"ingest"},
+    "query": {"ingest", "transitions"},
+    "trainer": {"transitions"},
+    "serve": {"trainer"},
+    "demo": {"collector", "ingest", "transitions", "query", "trainer", "serve"},
+    "export": {"transitions"},  # reads snapshots through the reader API only
 }
+STAGES = set(MAY_IMPORT)
+SHARED = {"spanrl.errors", "spanrl.options", "spanrl.sqlfiles", "spanrl.publish", "spanrl"}
+MAX_FOLDER_SHARE = 0.35
+MAX_MODULE_LINES = 400
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package, by dotted name (spanrl.<folder>.<file>)."""
+    out = {}
+    for path in (ROOT / "spanrl").glob("*.py"):
+        out["spanrl" if path.stem == "__init__" else f"spanrl.{path.stem}"] = path
+    for folder in STAGES:
+        for path in (ROOT / folder).glob("*.py"):
+            out[f"spanrl.{folder}" if path.stem == "__init__" else f"spanrl.{folder}.{path.stem}"] = path
+    return out
 
 
 def _imports(path: Path) -> set[str]:
+    """Every spanrl module a file imports, at the top or inside a function (a lazy import is still an edge)."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
-    return names
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return {n for n in names if n == "spanrl" or n.startswith("spanrl.")}
+
+
+def test_every_code_folder_is_a_known_stage() -> None:
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    folders = {v for k, v in packages.items() if k != "spanrl"}
+    assert folders == STAGES, f"add new stage folders to MAY_IMPORT (and docs/architecture.md): {folders ^ STAGES}"
 
 
 def test_stages_import_one_way() -> None:
+    modules = _modules()
     bad = []
-    for folder, forbidden in FORBIDDEN.items():
-        for path in (ROOT / folder).rglob("*.py"):
-            for name in _imports(path):
-                if name.startswith(forbidden):
-                    bad.append(f"{path.relative_to(ROOT)} imports {name}")
-    assert not bad, "\n".join(bad)
+    for name, path in modules.items():
+        parts = name.split(".")
+        own = parts[1] if len(parts) > 1 and parts[1] in STAGES else None
+        for imported in _imports(path):
+            target = imported.split(".")[1] if imported.count(".") >= 1 else None
+            if target not in STAGES or target == own:
+                continue
+            if own is None:
+                if name != "spanrl.cli":  # the root CLI registers every stage's commands; nothing else may
+                    bad.append(f"{path.relative_to(ROOT)} (shared) imports stage {imported}")
+            elif target not in MAY_IMPORT[own]:
+                bad.append(f"{path.relative_to(ROOT)} imports {imported}: {own} may import only {sorted(MAY_IMPORT[own])}")
+    assert not bad, "\n".join(sorted(bad))
+
+
+def test_no_import_cycles() -> None:
+    modules = _modules()
+    graph = {name: {m for m in _imports(path) if m in modules and m != name} for name, path in modules.items()}
+    # a package's __init__ re-exporting its modules is not a cycle with them
+    graph = {n: {m for m in deps if not (n.startswith(m + ".") and m.count(".") == 1)} for n, deps in graph.items()}
+    cycles, state = [], {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = "open"
+        for dep in sorted(graph[node]):
+            if state.get(dep) == "open":
+                cycles.append(" -> ".join(stack[stack.index(dep):] + [dep]))
+            elif dep not in state:
+                visit(dep, [*stack, dep])
+        state[node] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_folder_and_module_sizes() -> None:
+    lines = {folder: {p: len(p.read_text().splitlines()) for p in (ROOT / folder).glob("*.py")}
+             for folder in [*STAGES, "spanrl"]}
+    total = sum(sum(f.values()) for f in lines.values())
+    big_folders = {f: round(sum(v.values()) / total, 2) for f, v in lines.items()
+                   if sum(v.values()) > MAX_FOLDER_SHARE * total}
+    assert not big_folders, f"folders above {MAX_FOLDER_SHARE:.0%} of the code: {big_folders}: split by job"
+    big = {str(p.relative_to(ROOT)): n for f in lines.values() for p, n in f.items() if n > MAX_MODULE_LINES}
+    assert not big, f"modules above {MAX_MODULE_LINES} lines: {big}"
+
+
+def test_sql_folders_are_listed_as_package_data() -> None:
+    packages = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {"spanrl." + ".".join(p.relative_to(ROOT).parts)
+               for stage in STAGES for p in (ROOT / stage).rglob("*") if p.is_dir() and any(p.glob("*.sql"))}
+    assert folders <= packages, f"list these SQL folders in pyproject.toml packages: {sorted(folders - packages)}"
 
 
 def test_stage_packages_installed_under_spanrl() -> None:
-    import spanrl.collector
-    import spanrl.ingest
-    import spanrl.trainer
-    import spanrl.transitions
+    import importlib
 
-    for mod, folder in [(spanrl.collector, "collector"), (spanrl.ingest, "ingest"),
-                        (spanrl.transitions, "transitions"), (spanrl.trainer, "trainer")]:
+    for folder in STAGES:
+        mod = importlib.import_module(f"spanrl.{folder}")
         assert Path(mod.__file__).parent == ROOT / folder

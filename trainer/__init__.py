@@ -1,4 +1,3 @@
-"""Trainer stage: transition snapshots -> LoRA adapters; plus serving, the demo loop and reports.
-
-Imports nothing from ``spanrl.ingest``: snapshots arrive only through ``spanrl.transitions``.
+"""Trainer stage: transition snapshots -> LoRA adapters. It owns the adapter folders, adapters/LATEST
+and the cycle log (``adapter.py``). Snapshots arrive only through ``spanrl.transitions``.
 """

@@ -13,19 +13,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import shutil
 import urllib.error
 import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from spanrl.errors import InputError
-from spanrl.transitions.snapshot import transitions_dir, write_text_atomic
+from spanrl.publish import draft_folder, publish, read_pointer
+from spanrl.transitions.snapshot import snapshot_column, snapshot_exists, transitions_dir
 
-TMP_PREFIX = ".tmp-"
 WEIGHT_GLOBS = ("*.safetensors", "*.bin", "*.gguf")
 
 
@@ -56,22 +54,29 @@ def base_model_hash(path: Path) -> str:
     return h.hexdigest()
 
 
-def read_latest(root: Path) -> tuple[str, Path, dict[str, Any]] | None:
+class Parent(NamedTuple):
+    """The adapter a new cycle continues from: adapters/LATEST's id, folder and training_state.json."""
+
+    cycle_id: str
+    folder: Path
+    state: dict[str, Any]
+
+
+def read_latest(root: Path) -> Parent | None:
     """(cycle_id, folder, training_state) of adapters/LATEST, or None when there is none yet."""
-    latest = root / "LATEST"
-    if not latest.is_file():
+    cycle_id = read_pointer(root)
+    if cycle_id is None:
         return None
-    cycle_id = latest.read_text().strip()
     folder = root / cycle_id
     state_path = folder / "training_state.json"
     try:
         state = json.loads(state_path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise InputError(f"{state_path}: unreadable ({exc}); pass --fresh to start a new adapter") from None
-    return cycle_id, folder, state
+    return Parent(cycle_id, folder, state)
 
 
-def check_parent(parent: tuple[str, Path, dict[str, Any]], base_path: Path, base_hash: str) -> None:
+def check_parent(parent: Parent, base_path: Path, base_hash: str) -> None:
     cycle_id, folder, state = parent
     if state.get("base_model_hash") != base_hash or state.get("base_model") != str(base_path):
         raise InputError(
@@ -107,11 +112,7 @@ def save_cycle(
     write_report: Any = None,
 ) -> Path:
     """Write the adapter + state + metrics (+ report) into a temp folder, rename, swap LATEST."""
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = root / f"{TMP_PREFIX}{cycle_id}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
+    with draft_folder(root, cycle_id) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         (tmp / "README.md").unlink(missing_ok=True)  # peft's model card: not part of our contract
         (tmp / "training_state.json").write_text(json.dumps(state, indent=2, sort_keys=True))
@@ -120,13 +121,32 @@ def save_cycle(
                 fh.write(json.dumps(row, sort_keys=True) + "\n")
         if write_report is not None:
             write_report(tmp / "report.png")
-        final = root / cycle_id
-        os.rename(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    write_text_atomic(root / "LATEST", cycle_id + "\n")
-    return final
+        return publish(tmp, cycle_id)
+
+
+def adapters_dir(data: Path) -> Path:
+    """Where ``spanrl train`` writes adapters by default (``--out`` overrides)."""
+    return Path(data) / "adapters"
+
+
+def latest_adapter(root: Path) -> Path | None:
+    """The folder ``root/LATEST`` names (an adapters root), or None when nothing was trained yet."""
+    cycle_id = read_pointer(root)
+    return None if cycle_id is None else root / cycle_id
+
+
+def read_cycles(root: Path) -> list[dict[str, Any]]:
+    """Every line of ``root/cycles.jsonl`` (one per finished cycle); a torn last line is skipped."""
+    path = Path(root) / "cycles.jsonl"
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
 
 
 def append_cycle_line(root: Path, line: dict[str, Any]) -> None:
@@ -151,25 +171,22 @@ def notify_vllm(url: str, cycle_id: str, folder: Path, timeout: float = 10.0) ->
         return f"--notify {endpoint}: {exc}; load {folder} by hand"
 
 
-def trained_rollout_ids(data: Path, root: Path, parent: tuple[str, Path, dict[str, Any]]) -> set[str]:
+def trained_rollout_ids(data: Path, root: Path, parent: Parent) -> set[str]:
     """Every rollout id the adapter chain ending at ``parent`` was trained on (``--new-only``).
 
     Walks ``parent`` links through each cycle's training_state.json and reads the ``rollout_id``
     column of the snapshot each cycle trained on. A snapshot that is gone makes the answer unknown,
     which is an error: guessing would train old rollouts again or skip new ones.
     """
-    import pyarrow.parquet as pq
-
     seen: set[str] = set()
-    cycle_id, state = parent[0], parent[2]
+    cycle_id, state = parent.cycle_id, parent.state
     while True:
         sid = state.get("snapshot_id")
-        folder = transitions_dir(data) / str(sid)
-        if not sid or not (folder / "manifest.json").is_file():
-            raise InputError(f"{folder}: cycle {cycle_id} was trained on snapshot {sid}, which is gone, so which "
-                             "rollouts are new is unknown; train without --new-only (or restore that snapshot)")
-        for part in sorted(folder.glob("part-*.parquet")):
-            seen.update(pq.read_table(part, columns=["rollout_id"]).column("rollout_id").to_pylist())
+        if not sid or not snapshot_exists(data, str(sid)):
+            raise InputError(f"{transitions_dir(data) / str(sid)}: cycle {cycle_id} was trained on snapshot {sid}, "
+                             "which is gone, so which rollouts are new is unknown; train without --new-only "
+                             "(or restore that snapshot)")
+        seen.update(snapshot_column(data, str(sid), "rollout_id"))
         if not state.get("parent"):
             return seen
         cycle_id = state["parent"]

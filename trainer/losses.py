@@ -142,4 +142,23 @@ def sft_loss(x: LossInputs, p: LossParams) -> tuple[Tensor, Metrics]:
     return _finish(-x.logp, x, p, {})
 
 
-LOSSES: dict[str, LossFn] = {"pg": pg_loss, "ppo": ppo_loss, "sft": sft_loss}
+@dataclass(frozen=True)
+class LossSpec:
+    """A loss and what it needs, declared once: the training loop asks, never tests loss names.
+
+    ``old_logp``: log-probs of the policy at cycle start (computed before the first step).
+    ``good_rollouts_only``: the rows are filtered to good rollouts first (``--sft-min-return``,
+    ``--sft-top-k``). The reference log-probs (adapter disabled) are needed by any loss when
+    ``kl_coef > 0``.
+    """
+
+    fn: LossFn
+    old_logp: bool = False
+    good_rollouts_only: bool = False
+
+
+LOSSES: dict[str, LossSpec] = {
+    "pg": LossSpec(pg_loss),
+    "ppo": LossSpec(ppo_loss, old_logp=True),
+    "sft": LossSpec(sft_loss, good_rollouts_only=True),
+}

@@ -1,4 +1,7 @@
-"""The transition snapshot contract (DESIGN §5): schema, writer, reader. No builder logic here."""
+"""Stage 2: lake -> rollouts, rewards, AIR, credit, advantages -> transition snapshots (DESIGN §5).
+
+It owns the snapshot files: the schema, the writer and the reader below are the only way in.
+"""
 
 from spanrl.transitions.schema import SCHEMA_VERSION, TRANSITION_SCHEMA
 from spanrl.transitions.snapshot import load_snapshot, open_snapshot, read_snapshot, write_snapshot

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,9 +21,8 @@ import pyarrow.parquet as pq
 
 from spanrl import __version__
 from spanrl.errors import InputError
+from spanrl.publish import clean_drafts, draft_folder, publish, read_pointer, write_text_atomic
 from spanrl.transitions.schema import COLUMNS, SCHEMA_VERSION, TRANSITION_SCHEMA, conform
-
-TMP_PREFIX = ".tmp-"
 
 
 def transitions_dir(data: Path | str) -> Path:
@@ -36,16 +32,6 @@ def transitions_dir(data: Path | str) -> Path:
 def new_snapshot_id() -> str:
     """Sortable UTC time with microseconds: ``20261122T014500123456Z``."""
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write to a sibling temp file, fsync, then ``os.replace``: readers see old or new, never half."""
-    tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def content_hash(folder: Path) -> str:
@@ -121,9 +107,7 @@ class SnapshotDraft:
             "max_time_ns": (stats or {}).get("max_time_ns", ts_max),
         }
         write_text_atomic(self.tmp_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
-        final = transitions_dir(self.data) / self.snapshot_id
-        os.rename(self.tmp_dir, final)
-        write_text_atomic(transitions_dir(self.data) / "LATEST", self.snapshot_id + "\n")
+        final = publish(self.tmp_dir, self.snapshot_id)
         self.committed = True
         return final
 
@@ -131,17 +115,9 @@ class SnapshotDraft:
 @contextmanager
 def open_snapshot(data: Path | str, snapshot_id: str | None = None) -> Iterator[SnapshotDraft]:
     """Start a snapshot in a hidden temp folder; removed again if the block raises or never commits."""
-    root = transitions_dir(data)
-    root.mkdir(parents=True, exist_ok=True)
     sid = snapshot_id or new_snapshot_id()
-    tmp = root / f"{TMP_PREFIX}{sid}"
-    tmp.mkdir()
-    draft = SnapshotDraft(Path(data), sid, tmp)
-    try:
-        yield draft
-    finally:
-        if not draft.committed:
-            shutil.rmtree(tmp, ignore_errors=True)
+    with draft_folder(transitions_dir(data), sid) as tmp:
+        yield SnapshotDraft(Path(data), sid, tmp)
 
 
 def write_snapshot(
@@ -164,13 +140,29 @@ def write_snapshot(
 
 def clean_stale_drafts(data: Path | str, older_than_s: float = 3600.0) -> int:
     """Remove temp folders left by a killed builder (never visible to readers anyway)."""
-    removed = 0
-    now = time.time()
-    for tmp in transitions_dir(data).glob(f"{TMP_PREFIX}*"):
-        if tmp.is_dir() and now - tmp.stat().st_mtime > older_than_s:
-            shutil.rmtree(tmp, ignore_errors=True)
-            removed += 1
-    return removed
+    return clean_drafts(transitions_dir(data), older_than_s)
+
+
+def latest_manifest(data: Path | str) -> dict[str, Any] | None:
+    """The manifest LATEST points at, or None when there is no (readable) snapshot yet."""
+    sid = read_pointer(transitions_dir(data))
+    if sid is None:
+        return None
+    try:
+        return read_manifest(transitions_dir(data) / sid)
+    except InputError:
+        return None
+
+
+def snapshot_exists(data: Path | str, snapshot_id: str) -> bool:
+    return (transitions_dir(data) / snapshot_id / "manifest.json").is_file()
+
+
+def snapshot_column(data: Path | str, snapshot_id: str, column: str) -> list[Any]:
+    """One column of a snapshot's rows (e.g. ``rollout_id`` for ``--new-only``), read part by part."""
+    folder = resolve_snapshot(data, snapshot_id)
+    return [v for part in sorted(folder.glob("part-*.parquet"))
+            for v in pq.read_table(part, columns=[column]).column(column).to_pylist()]
 
 
 def resolve_snapshot(data: Path | str, ref: str = "LATEST") -> Path:
@@ -179,12 +171,11 @@ def resolve_snapshot(data: Path | str, ref: str = "LATEST") -> Path:
     if ref and Path(ref).is_dir() and (Path(ref) / "manifest.json").exists():
         return Path(ref)
     if ref in (None, "", "LATEST"):
-        latest = root / "LATEST"
-        if not latest.is_file():
+        ref = read_pointer(root)
+        if ref is None:
             raise InputError(
-                f"{latest}: no snapshot yet; run `spanrl ingest` (or `spanrl transitions build`) first"
+                f"{root / 'LATEST'}: no snapshot yet; run `spanrl ingest` (or `spanrl transitions build`) first"
             )
-        ref = latest.read_text().strip()
     folder = root / ref
     if not (folder / "manifest.json").is_file():
         raise InputError(f"{folder}: no such snapshot (no manifest.json); list {root} for the ids")

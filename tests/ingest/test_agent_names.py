@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from spanrl.ingest.views import connect
+from spanrl.query import connect
 from spanrl.transitions import read_snapshot
 from tests.ingest.conftest import ROOT, ingest
 from tests.ingest.otlp_lines import T0, new_span_id, new_trace_id, span, trace_line, write_lines

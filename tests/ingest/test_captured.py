@@ -24,7 +24,7 @@ def captured(tmp_path_factory):
         shutil.copy(f, data / "otel" / f.name)
     s = ingest(data)
     assert (s.rejects, s.spans) == (0, 36) and s.logs == 16  # 4 instrumentations x 9 spans; openai-v2 events
-    con = connect(data, stage2=False)
+    con = connect(data)
     cols = [d[0] for d in con.execute("SELECT * FROM llm_calls LIMIT 0").description]
     rows = {r[cols.index("response_id")]: dict(zip(cols, r, strict=True))
             for r in con.execute("SELECT * FROM llm_calls").fetchall()}

@@ -134,7 +134,7 @@ def lake(tmp_path_factory):
         "prompt_token_ids": [7, 8], "response_token_ids": [9], "gen_ai.response.id": "al-1"})], service="al"))
     write_lines(data / "otel" / "traces-2026-01-01T00-00-00.000.jsonl", lines)
     assert ingest(data).rejects == 0
-    con = connect(data, stage2=False)
+    con = connect(data)
     cols = [d[0] for d in con.execute("SELECT * FROM llm_calls LIMIT 0").description]
     rows = {}
     for r in con.execute("SELECT * FROM llm_calls").fetchall():

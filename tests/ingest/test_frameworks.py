@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from spanrl.ingest.views import connect
+from spanrl.query import connect
 from spanrl.transitions import read_snapshot
 from tests.ingest.conftest import ROOT, ingest
 

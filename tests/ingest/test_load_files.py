@@ -27,7 +27,7 @@ CLOSED = "traces-2026-01-01T00-00-00.000.jsonl"  # a rotated backup: read once, 
 
 
 def spans_of(data, where: str = "true") -> list[dict]:
-    con = connect(data, stage2=False)
+    con = connect(data)
     cols = [d[0] for d in con.execute("SELECT * FROM spans LIMIT 0").description]
     return [dict(zip(cols, r, strict=True)) for r in con.execute(f"SELECT * FROM spans WHERE {where} ORDER BY start_ns").fetchall()]
 
@@ -64,7 +64,7 @@ def test_span_row_matches_design(tmp_path) -> None:
     assert json.loads(r1["events"])[0]["attributes"] == {"exception.type": "ValueError"}
     assert json.loads(r1["resource"]) == {"service.name": "svc"}
     assert r1["source_file"].endswith(CLOSED)
-    con = connect(tmp_path, stage2=False)
+    con = connect(tmp_path)
     assert con.execute("SELECT attributes->>'gen_ai.request.model' FROM spans WHERE span_id = ?",
                        [child]).fetchone()[0] == "m"
 
@@ -101,7 +101,7 @@ def test_ten_megabyte_attribute_is_kept_whole(tmp_path) -> None:
     write_lines(tmp_path / "otel" / CLOSED, [one_span_line("big", prompt=big), one_span_line("small")])
     s = ingest(tmp_path)
     assert (s.spans, s.rejects) == (2, 0)
-    con = connect(tmp_path, stage2=False)
+    con = connect(tmp_path)
     assert con.execute("SELECT length(attributes->>'prompt') FROM spans WHERE name = 'big'").fetchone()[0] == len(big)
 
 
@@ -200,7 +200,7 @@ def test_log_files(tmp_path) -> None:
     write_lines(tmp_path / "otel" / "logs-2026-01-01T00-00-00.000.jsonl", [log_line([rec]), log_line([rec])])
     s = ingest(tmp_path)
     assert (s.logs, s.duplicates, s.rejects) == (1, 1, 0)
-    con = connect(tmp_path, stage2=False)
+    con = connect(tmp_path)
     row = con.execute("SELECT trace_id, span_id, event_name, body, severity_number, service_name FROM logs").fetchone()
     assert row[:3] == (tid, sid, "gen_ai.choice") and row[4:] == (9, "agent")
     assert json.loads(row[3])["message"]["tool_calls"][0]["function"]["name"] == "f"
@@ -216,7 +216,7 @@ def test_mixed_trace_and_log_lines_in_one_file(tmp_path) -> None:
 def test_empty_lake_and_no_input(tmp_path) -> None:
     s = ingest(tmp_path)
     assert (s.files, s.spans) == (0, 0)
-    con = connect(tmp_path, stage2=False)
+    con = connect(tmp_path)
     assert con.execute("SELECT count(*) FROM llm_calls").fetchone()[0] == 0
     assert con.execute("SELECT count(*) FROM tool_calls").fetchone()[0] == 0
 

@@ -108,7 +108,7 @@ def lake(tmp_path_factory):
                     ("tool", {"mlflow.spanType": '"TOOL"', "mlflow.spanInputs": '{"city": "Paris"}'})])
     write_lines(data / "otel" / "traces-2026-01-01T00-00-00.000.jsonl", lines)
     assert ingest(data).rejects == 0
-    con = connect(data, stage2=False)
+    con = connect(data)
     cols = [d[0] for d in con.execute("SELECT * FROM llm_calls LIMIT 0").description]
     rows: dict[str, list[dict]] = {}
     for r in con.execute("SELECT * FROM llm_calls").fetchall():
@@ -182,7 +182,7 @@ def real_hidden_messages(tmp_path_factory):
         assert proc.returncode == 0, proc.stderr[-3000:]
         exchanges = list(fake.exchanges)
     assert ingest(data).rejects == 0
-    return connect(data, stage2=False), json.loads(proc.stdout.strip().splitlines()[-1])["trace_id"], exchanges
+    return connect(data), json.loads(proc.stdout.strip().splitlines()[-1])["trace_id"], exchanges
 
 
 def test_real_openinference_spans_without_flattened_messages(real_hidden_messages) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from spanrl.ingest.query import run_query
-from spanrl.ingest.views import connect
+from spanrl.query import connect
+from spanrl.query.sql import run_query
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "queries.md"
 BLOCKS = re.findall(r"```sql\n(.*?)```", DOC.read_text(), re.S)
@@ -22,10 +22,7 @@ def test_the_doc_has_ten_queries_and_most_use_the_lake_views_only() -> None:
 @pytest.fixture(scope="module")
 def con(real_lake):
     data, _, _ = real_lake
-    try:
-        return connect(data, stage2=True)
-    except ImportError:  # stage 2 (rewards, rollouts) not installed yet
-        return connect(data, stage2=False)
+    return connect(data)
 
 
 def _has(con, name: str) -> bool:

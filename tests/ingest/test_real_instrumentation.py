@@ -27,7 +27,7 @@ def norm_message(m: dict) -> dict:
 @pytest.fixture(scope="module")
 def calls(real_lake):
     data, exchanges, runs = real_lake
-    con = connect(data, stage2=False)
+    con = connect(data)
     cols = [d[0] for d in con.execute("SELECT * FROM llm_calls LIMIT 0").description]
     rows = [dict(zip(cols, r, strict=True)) for r in con.execute("SELECT * FROM llm_calls").fetchall()]
     return con, rows, exchanges, runs

@@ -146,9 +146,9 @@ def test_adapter_reloads_with_peft_and_has_only_vllm_options(model_dir: Path, to
     with torch.no_grad():
         la, lb, l0 = a(ids).logits, b(ids).logits, base(ids).logits
     assert torch.equal(la, lb) and not torch.allclose(la, l0)
-    from spanrl.trainer.train import _weights_digest
+    from spanrl.trainer.distributed import weights_digest
 
-    assert _weights_digest(torch, _load_trainable(model_dir, result.folder)) == _state(result.folder)["weights_sha256"]
+    assert weights_digest(torch, _load_trainable(model_dir, result.folder), 1) == _state(result.folder)["weights_sha256"]
 
 
 def _load_trainable(model_dir: Path, adapter: Path):

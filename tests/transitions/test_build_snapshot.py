@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from spanrl.ingest.build import build_transitions
 from spanrl.ingest.config import IngestConfig
-from spanrl.ingest.credit import compute_advantages
 from spanrl.transitions import TRANSITION_SCHEMA, read_snapshot
+from spanrl.transitions.build import build_transitions
+from spanrl.transitions.credit import compute_advantages
 from tests.transitions.lakefake import sample_lake
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,1 @@
+"""The whole loop on one machine (``spanrl demo``) and the cross-cycle report (``spanrl report``)."""

@@ -1,0 +1,79 @@
+"""``spanrl demo`` and ``spanrl report``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from spanrl.options import data_option
+
+
+@click.command()
+@data_option
+@click.option("--cycles", default=None, type=int, help="Training cycles to run [5; 1 with --quick].")
+@click.option("--quick", is_flag=True, help="A few-minute smoke run (few tasks, short replies).")
+@click.option("--model", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Local base model folder (default: SmolLM2-135M-Instruct, prepared under DATA/models).")
+@click.option("--train-tasks", type=int, default=None, help="Training tasks per cycle [4].")
+@click.option("--rollouts-per-task", type=int, default=None, help="Rollouts per training task (a group) [4].")
+@click.option("--eval-tasks", type=int, default=None, help="Held-out tasks evaluated each cycle (max 32) [16].")
+@click.option("--ingest-args", default=None, help="Extra flags for `spanrl ingest`, as one string.")
+@click.option("--train-args", default=None, help="Extra flags for `spanrl train`, as one string.")
+def demo(data: Path, cycles: int | None, quick: bool, model: Path | None, train_tasks: int | None,
+         rollouts_per_task: int | None, eval_tasks: int | None, ingest_args: str | None, train_args: str | None) -> None:
+    """The whole loop on this machine: agent -> collector -> ingest -> train -> serve, N cycles.
+
+    Starts the embedded collector and `spanrl serve` on free loopback ports, runs the calculator
+    agent (examples/calc_agent, plain openai SDK + OTel instrumentation) on training and held-out
+    tasks, ingests, trains one LoRA cycle, waits for the server to load it, and repeats. Re-running
+    continues the cycle numbering of the data root. Ctrl-C stops every subprocess.
+
+    \b
+    Example:
+      spanrl demo --quick
+      spanrl demo --cycles 5 --data ./demo-data
+    """
+    import shlex
+
+    from rich.console import Console
+
+    from spanrl.demo.config import QUICK, DemoConfig
+    from spanrl.demo.loop import run_demo
+    from spanrl.demo.report import print_table, write_report
+
+    values: dict = dict(QUICK) if quick else {}
+    for key, value in (("cycles", cycles), ("train_tasks", train_tasks), ("rollouts_per_task", rollouts_per_task),
+                       ("eval_tasks", eval_tasks), ("model", model)):
+        if value is not None:
+            values[key] = value
+    if ingest_args is not None:
+        values["ingest_args"] = shlex.split(ingest_args)
+    if train_args is not None:
+        values["train_args"] = shlex.split(train_args)
+    console = Console()
+    try:
+        run_demo(DemoConfig(data=data, **values), console)
+    except KeyboardInterrupt:
+        console.print("[yellow]stopped; every subprocess was shut down. Re-run to continue.[/]")
+        raise SystemExit(130) from None
+    rows, png, page = write_report(data)
+    print_table(rows, console)
+    console.print(f"lake        {data / 'lake'}\nsnapshots   {data / 'transitions'}\nadapters    {data / 'adapters'}"
+                  f"\nheld-out    {data / 'eval'}\nreport      {png}  {page}")
+
+
+@click.command()
+@data_option
+def report(data: Path) -> None:
+    """Reward per cycle (train and held-out), loss and tokens: report.png, report.html and a table.
+
+    \b
+    Example:
+      spanrl report --data ./spanrl-data
+    """
+    from spanrl.demo.report import print_table, write_report
+
+    rows, png, page = write_report(data)
+    print_table(rows)
+    click.echo(f"wrote {png} and {page}")

@@ -1,0 +1,197 @@
+"""``spanrl report``: reward per cycle (training rollouts and held-out), loss, tokens, AIR hits.
+
+Reads only files (no model, no server), so it is fast and can run while a demo is going:
+``adapters/cycles.jsonl`` (one line per trained adapter, written by ``spanrl train``), each
+snapshot's ``manifest.json`` and parts (AIR hits = transitions with a non-zero ``step_reward``),
+``eval/cycle-N.jsonl`` (held-out rollouts of policy N) and ``demo/rollouts/cycle-N.jsonl``
+(training rollouts of policy N). Writes ``DATA/report.png`` and ``DATA/report.html``.
+
+Row N is "policy N" (0 = the base model, N = after N training cycles): its training-rollout
+reward, its held-out reward and accuracy, then the training cycle those rollouts fed (adapter
+N+1): snapshot, loss, response tokens trained, seconds.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from spanrl.errors import InputError
+from spanrl.trainer.adapter import adapters_dir, read_cycles
+from spanrl.transitions.snapshot import snapshot_column, snapshot_exists
+
+COLUMNS = [  # (key, header, format)
+    ("cycle", "cycle", "{}"),
+    ("policy", "policy", "{}"),
+    ("train_reward", "train reward", "{:.3f}"),
+    ("eval_reward", "held-out reward", "{:.3f}"),
+    ("eval_accuracy", "held-out acc.", "{:.3f}"),
+    ("eval_n", "held-out n", "{}"),
+    ("train_loss", "train loss", "{:.4f}"),
+    ("response_tokens", "tokens trained", "{}"),
+    ("air_hits", "AIR hits", "{}"),
+    ("tool_errors", "tool errors", "{}"),
+    ("train_time_s", "train s", "{:.0f}"),
+]
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{number}: not a JSON line ({exc}); fix or remove that line") from None
+    return rows
+
+
+def _cycle_files(folder: Path) -> dict[int, Path]:
+    found = {}
+    for path in folder.glob("cycle-*.jsonl"):
+        m = re.fullmatch(r"cycle-(\d+)\.jsonl", path.name)
+        if m:
+            found[int(m.group(1))] = path
+    return found
+
+
+def _mean(values: list[Any]) -> float | None:
+    vals = [float(v) for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def air_hits(data: Path, snapshot_id: str | None) -> int | None:
+    """Transitions of a snapshot that carry an AIR (intermediate) reward."""
+    if not snapshot_id or not snapshot_exists(data, snapshot_id):
+        return None
+    return sum(1 for v in snapshot_column(data, snapshot_id, "step_reward") if v)
+
+
+def load_history(data: Path) -> list[dict[str, Any]]:
+    """One dict per policy/cycle, merged from the files above; empty when nothing ran yet."""
+    cycles = {int(line.get("cycle", i + 1)): line for i, line in enumerate(read_cycles(adapters_dir(data)))}
+    evals = _cycle_files(data / "eval")
+    rollouts = _cycle_files(data / "demo" / "rollouts")
+    last = max([0, *evals, *rollouts, *(c - 1 for c in cycles)], default=0)
+    if not (cycles or evals or rollouts):
+        return []
+    rows = []
+    for n in range(last + 1):
+        trained = cycles.get(n + 1, {})  # the adapter trained on policy n's rollouts
+        ev, ro = _read_jsonl(evals[n]) if n in evals else [], _read_jsonl(rollouts[n]) if n in rollouts else []
+        row: dict[str, Any] = {
+            "cycle": n,
+            "policy": cycles.get(n, {}).get("cycle_id", "base" if n == 0 else None),
+            "train_reward": _mean([r.get("reward") for r in ro]) if ro else trained.get("mean_final_reward"),
+            "train_accuracy": _mean([r.get("correct") for r in ro]),
+            "eval_reward": _mean([r.get("reward") for r in ev]),
+            "eval_accuracy": _mean([r.get("correct") for r in ev]),
+            "eval_n": len(ev) or None,
+            "tool_errors": sum(int(r.get("tool_errors") or 0) for r in ro) if ro else None,
+            "adapter": trained.get("cycle_id"),
+            "snapshot_id": trained.get("snapshot_id"),
+            "train_loss": trained.get("train_loss"),
+            "response_tokens": trained.get("response_tokens"),
+            "train_time_s": trained.get("time_s"),
+            "air_hits": air_hits(data, trained.get("snapshot_id")),
+        }
+        rows.append(row)
+    return rows
+
+
+def format_cell(row: dict[str, Any], key: str, spec: str) -> str:
+    value = row.get(key)
+    return "-" if value is None else spec.format(value)
+
+
+def print_table(rows: list[dict[str, Any]], console: Any = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    if not console.is_terminal:  # a pipe or a log file: keep every column readable
+        console = Console(width=max(console.width, 150), file=console.file)
+    table = Table(title="spanrl: reward per cycle")
+    for _, header, _ in COLUMNS:
+        table.add_column(header, justify="right")
+    for row in rows:
+        table.add_row(*(format_cell(row, k, f) for k, _, f in COLUMNS))
+    console.print(table)
+
+
+def plot_history(rows: list[dict[str, Any]], path: Path) -> Path:
+    """Four panels: rewards, held-out accuracy, loss, tokens + AIR hits (matplotlib, Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [r["cycle"] for r in rows]
+
+    def series(key: str) -> list[float]:
+        return [float("nan") if r.get(key) is None else float(r[key]) for r in rows]
+
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+    ax = axes[0][0]
+    ax.plot(x, series("train_reward"), "o-", label="training rollouts")
+    ax.plot(x, series("eval_reward"), "s-", label="held-out")
+    ax.set(title="mean reward per cycle", xlabel="cycle (policy after N trainings)", ylabel="reward")
+    ax.legend()
+    ax = axes[0][1]
+    ax.plot(x, series("train_accuracy"), "o-", label="training rollouts")
+    ax.plot(x, series("eval_accuracy"), "s-", label="held-out")
+    ax.set(title="correct final answer", xlabel="cycle", ylabel="fraction", ylim=(-0.02, 1.02))
+    ax.legend()
+    ax = axes[1][0]
+    ax.plot(x, series("train_loss"), "o-")
+    ax.set(title="train loss (cycle N -> adapter N+1)", xlabel="cycle")
+    ax = axes[1][1]
+    ax.bar(x, series("response_tokens"), color="tab:gray", label="response tokens trained")
+    ax.set(title="tokens trained and AIR hits", xlabel="cycle", ylabel="tokens")
+    twin = ax.twinx()
+    twin.plot(x, series("air_hits"), "r^-", label="AIR hits")
+    twin.set_ylabel("AIR hits")
+    twin.set_ylim(bottom=0, top=max([v for v in series("air_hits") if v == v] + [1]) * 1.1)  # counts: from 0
+    twin.yaxis.get_major_locator().set_params(integer=True)
+    for a in axes.flat:
+        a.set_xticks(x)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def write_html(rows: list[dict[str, Any]], data: Path, path: Path, png: Path) -> Path:
+    head = "".join(f"<th>{html.escape(h)}</th>" for _, h, _ in COLUMNS)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(format_cell(r, k, f))}</td>" for k, _, f in COLUMNS) + "</tr>" for r in rows
+    )
+    path.write_text(
+        "<!doctype html><meta charset='utf-8'><title>spanrl report</title>"
+        "<style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 10px;text-align:right;"
+        "border-bottom:1px solid #ddd}</style>"
+        f"<h1>spanrl report</h1><p>data root: <code>{html.escape(str(data))}</code></p>"
+        f"<table><tr>{head}</tr>{body}</table><p><img src='{html.escape(png.name)}' alt='reward per cycle'></p>",
+        encoding="utf-8",
+    )
+    return path
+
+
+def write_report(data: Path) -> tuple[list[dict[str, Any]], Path, Path]:
+    """Build the history, then DATA/report.png and DATA/report.html; InputError when there is none."""
+    rows = load_history(data)
+    if not rows:
+        raise InputError(
+            f"{data}: nothing to report yet (no adapters/cycles.jsonl, eval/ or demo/rollouts/); "
+            "run `spanrl demo` or `spanrl train` first, or pass --data"
+        )
+    png = plot_history(rows, data / "report.png")
+    page = write_html(rows, data, data / "report.html", png)
+    return rows, png, page

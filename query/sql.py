@@ -1,0 +1,210 @@
+"""``spanrl sql``: read-only SQL over the trace lake and its views (DESIGN §4).
+
+Two locks keep the lake safe: each statement's DuckDB type must be a query (``duckdb.extract_statements``:
+SELECT, EXPLAIN, PRAGMA, CALL; SHOW/DESCRIBE/SUMMARIZE/FROM parse as SELECT), and the connection from
+``query.connection.connect`` cannot reach files outside the data root nor change that setting. Output is written
+by Python from the Arrow result, never by DuckDB's COPY.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import sys
+from pathlib import Path
+from typing import TextIO
+
+import duckdb
+import pyarrow as pa
+
+from spanrl.errors import InputError
+from spanrl.ingest.views import lake_glob
+from spanrl.query.connection import connect
+
+QUERY_TYPES = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN, duckdb.StatementType.PRAGMA,
+               duckdb.StatementType.CALL}
+FORMATS = ("table", "csv", "json", "parquet")
+TABLE_ROW_LIMIT = 1000
+
+
+def check_read_only(sql: str) -> list[str]:
+    """The statements of ``sql`` as text; InputError when one would write, attach or configure."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise InputError(f"cannot parse the query: {exc}") from None
+    if not statements:
+        raise InputError("the query is empty: pass a SELECT, e.g. spanrl sql \"select count(*) from spans\"")
+    for st in statements:
+        if st.type not in QUERY_TYPES:
+            kind = str(st.type).split(".")[-1]
+            raise InputError(f"spanrl sql is read-only: a {kind} statement is refused. Use SELECT (or "
+                             "EXPLAIN/DESCRIBE/SUMMARIZE); write results with --format/--out instead of COPY.")
+    return [st.query for st in statements]
+
+
+def _stage2_names() -> list[str]:
+    try:
+        from spanrl.transitions.rollouts import STAGE2_OBJECTS
+    except ImportError:
+        return ["rewards", "rollouts"]
+    return sorted({name for name, _, _ in STAGE2_OBJECTS} | {"rewards", "rollouts", "_air_rule_hits"})
+
+
+def wants_stage2(sql: str | None) -> bool:
+    """Whether a query may touch the rewards/rollouts views (costly to register): by name, or any
+    catalog listing. The interactive prompt (sql None) always gets them."""
+    if sql is None:
+        return True
+    names = "|".join(re.escape(n) for n in _stage2_names())
+    return bool(re.search(rf"\b({names}|show|information_schema|duckdb_\w+)\b", sql, re.IGNORECASE))
+
+
+def lake_is_empty(data: Path) -> bool:
+    lake = Path(data) / "lake"
+    return lake_glob(lake, "spans") is None and lake_glob(lake, "logs") is None
+
+
+def run_query(data: Path, sql: str, con: duckdb.DuckDBPyConnection | None = None) -> pa.Table:
+    """Run every statement of ``sql`` (read-only); returns the last one's result as Arrow."""
+    statements = check_read_only(sql)
+    con = con or connect(data, stage2=wants_stage2(sql))
+    result: pa.Table | None = None
+    for text in statements:
+        try:
+            rel = con.sql(text)
+            result = rel.to_arrow_table() if rel is not None else pa.table({})
+        except duckdb.Error as exc:
+            raise InputError(f"query failed: {exc}") from None
+    return result if result is not None else pa.table({})
+
+
+def _json_columns(table: pa.Table) -> set[str]:
+    """Columns whose DuckDB type is JSON (Arrow metadata or extension name), to embed them unquoted."""
+    names = set()
+    for f in table.schema:
+        meta = f.metadata or {}
+        ext = getattr(f.type, "extension_name", "") or ""
+        if b"JSON" in b"".join(meta.values()) or "json" in str(ext).lower():
+            names.add(f.name)
+    return names
+
+
+def write_result(table: pa.Table, fmt: str, out: Path | None, stream: TextIO | None = None,
+                 json_cols: set[str] | None = None) -> None:
+    """Print or write a result as a rich table, CSV, JSON lines or Parquet."""
+    stream = stream or sys.stdout
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        if out is None:
+            raise InputError("--format parquet needs --out FILE")
+        pq.write_table(table, out, compression="zstd")
+        return
+    if fmt == "table" and out is None:
+        _print_table(table, stream)
+        return
+    rows = table.to_pylist()
+    json_cols = json_cols if json_cols is not None else _json_columns(table)
+    buf = io.StringIO()
+    if fmt == "csv":
+        writer = csv.writer(buf)
+        writer.writerow(table.column_names)
+        for row in rows:
+            writer.writerow([_cell(v) for v in row.values()])
+    else:  # json lines (table with --out falls back to json lines too)
+        for row in rows:
+            obj = {k: (_maybe_json(v) if k in json_cols else v) for k, v in row.items()}
+            buf.write(json.dumps(obj, default=str, ensure_ascii=False) + "\n")
+    if out is None:
+        stream.write(buf.getvalue())
+    else:
+        Path(out).write_text(buf.getvalue())
+
+
+def _maybe_json(v: object) -> object:
+    if isinstance(v, str):
+        try:
+            return json.loads(v)
+        except ValueError:
+            return v
+    return v
+
+
+def _cell(v: object) -> object:
+    if isinstance(v, (list, dict)):
+        return json.dumps(v, default=str)
+    return "" if v is None else v
+
+
+def _print_table(table: pa.Table, stream: TextIO) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=stream, width=max(120, min(240, 20 * max(1, table.num_columns))))
+    view = Table(show_lines=False)
+    for name in table.column_names:
+        view.add_column(name, overflow="fold")
+    for row in table.slice(0, TABLE_ROW_LIMIT).to_pylist():
+        view.add_row(*[("NULL" if v is None else str(v)) for v in row.values()])
+    console.print(view)
+    more = f" (first {TABLE_ROW_LIMIT} shown; use --format csv|json|parquet --out FILE for all)" \
+        if table.num_rows > TABLE_ROW_LIMIT else ""
+    console.print(f"{table.num_rows} row(s){more}")
+
+
+def json_columns_of(con: duckdb.DuckDBPyConnection, sql: str) -> set[str]:
+    """Names of JSON-typed result columns (DuckDB's own types, Arrow may not keep them)."""
+    try:
+        rel = con.sql(check_read_only(sql)[-1])
+        return {name for name, typ in zip(rel.columns, rel.types, strict=True) if str(typ) == "JSON"}
+    except (duckdb.Error, InputError):
+        return set()
+
+
+def interactive(data: Path, con: duckdb.DuckDBPyConnection, stream: TextIO | None = None) -> None:
+    """A minimal prompt: statements end with ';', '.quit' or EOF leaves, '.tables' lists the views."""
+    stream = stream or sys.stdout
+    stream.write("spanrl sql: tables spans, logs, llm_calls, tool_calls, rewards, rollouts. End with ';', .quit to leave.\n")
+    pending = ""
+    while True:
+        try:
+            line = input("spanrl> " if not pending else "   ...> ")
+        except EOFError:
+            return
+        if not pending and line.strip() in (".quit", ".exit", "\\q"):
+            return
+        if not pending and line.strip() == ".tables":
+            line = "show tables;"
+        pending += line + "\n"
+        if not pending.rstrip().endswith(";"):
+            continue
+        sql, pending = pending, ""
+        try:
+            write_result(run_query(data, sql, con), "table", None, stream)
+        except InputError as exc:
+            stream.write(f"error: {exc}\n")
+
+
+def sql_command(data: Path, query: str | None, sql_file: Path | None, fmt: str, out: Path | None) -> None:
+    """What ``spanrl sql`` does: pick the query (argument, -f FILE, piped stdin, else the prompt),
+    note an empty lake, run it read-only and write the result."""
+    if query is not None and sql_file is not None:
+        raise InputError("give the query as an argument or with -f FILE, not both")
+    if sql_file is not None:
+        query = sql_file.read_text()
+    elif query is None and not sys.stdin.isatty():
+        query = sys.stdin.read()
+    if lake_is_empty(data):
+        sys.stderr.write(f"note: the trace lake {data / 'lake'} holds no spans or logs yet: run `spanrl ingest` "
+                         f"(reading {data / 'otel'}) first; tables are empty.\n")
+    con = connect(data, stage2=wants_stage2(query))
+    if query is None:
+        interactive(data, con)
+        return
+    result = run_query(data, query, con)
+    write_result(result, fmt, out, json_cols=json_columns_of(con, query))
+    if out is not None:
+        sys.stderr.write(f"{result.num_rows} row(s) written to {out}\n")

@@ -1,0 +1,1 @@
+"""Serving: an OpenAI-compatible chat server over a base model and the latest adapter (``spanrl serve``)."""

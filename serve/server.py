@@ -1,0 +1,352 @@
+"""``spanrl serve``: a small OpenAI-compatible chat server that traces its own token ids (DESIGN §7).
+
+Routes: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health`` (counters, including
+generate calls and batch sizes), ``POST /v1/load_lora_adapter`` / ``/v1/unload_lora_adapter``
+(vLLM-compatible). The HTTP side (aiohttp) only validates, renders the prompt and waits; the
+model lives on one worker thread (``serve_batching.Batcher``) that batches concurrent requests and
+swaps adapters between batches. Every completion gets one OTel span (``serve_tracing``); the
+OpenAI wire format (validation, errors, logprobs, streaming) lives in ``serve_api``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from spanrl.errors import InputError
+from spanrl.serve.api import (
+    ApiError,
+    choice_params,
+    error_response,
+    json_body,
+    logprobs_content,
+    messages_and_tools,
+    parse_sampling,
+    stream_response,
+)
+from spanrl.serve.batching import DEFAULT, AdapterWatcher, Batcher, Control, Job
+from spanrl.serve.engine import Engine, SamplingParams, Sequence
+from spanrl.serve.tools import parse_tool_calls, render_prompt
+from spanrl.serve.tracing import (
+    make_tracer_provider,
+    request_attributes,
+    response_attributes,
+    start_chat_span,
+)
+from spanrl.trainer.adapter import adapters_dir
+
+log = logging.getLogger("spanrl.serve")
+ADAPTER_HEADER = "x-spanrl-adapter"
+
+
+@dataclass
+class ServeConfig:
+    """What ``spanrl serve`` users set."""
+
+    model: Path = field(metadata={"help": "Local model folder (config.json + weights + tokenizer), or `demo`."})
+    data: Path = field(default=Path("./spanrl-data"), metadata={"help": "Data root (adapters/LATEST lives here)."})
+    adapter: str | None = field(default=None, metadata={"help": "Adapter folder, or LATEST to follow DATA/adapters/LATEST."})
+    host: str = field(default="127.0.0.1", metadata={"help": "Bind address."})
+    port: int = field(default=8000, metadata={"help": "Port (0 picks a free one; the chosen URL is printed)."})
+    served_model_name: str | None = field(default=None, metadata={"help": "Model name in the API (default: folder name)."})
+    max_batch: int = field(default=16, metadata={"help": "Most rows (choices) in one generate call."})
+    batch_wait_ms: float = field(default=10.0, metadata={"help": "How long the first request waits for others to batch with."})
+    max_tokens: int = field(default=256, metadata={"help": "Default max_tokens when a request gives none."})
+    device: str = field(default="auto", metadata={"help": "auto (cuda when present), cpu or cuda[:N]."})
+    threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)."})
+    continuous_batching: bool = field(default=True, metadata={"help": "Let waiting requests join a running batch between decode steps."})
+    otlp_endpoint: str | None = field(default=None, metadata={"help": "OTLP/HTTP base URL for the server's spans (default: OTEL_EXPORTER_OTLP_ENDPOINT)."})
+    capture_messages: bool = field(default=True, metadata={"help": "Put gen_ai.input/output.messages on the span."})
+
+    def __post_init__(self) -> None:
+        if self.max_batch < 1:
+            raise InputError(f"--max-batch must be at least 1, got {self.max_batch}")
+        if self.batch_wait_ms < 0:
+            raise InputError(f"--batch-wait-ms must be >= 0, got {self.batch_wait_ms}")
+        if self.threads is not None and self.threads < 1:
+            raise InputError(f"--threads must be at least 1, got {self.threads}")
+        if self.max_tokens < 1:
+            raise InputError(f"--max-tokens must be at least 1, got {self.max_tokens}")
+
+
+# --------------------------------------------------------------------------- the server
+class ChatServer:
+    """Holds the engine, the batcher, the tracer and the aiohttp routes."""
+
+    def __init__(self, config: ServeConfig, span_exporter: Any = None) -> None:
+        self.config = config
+        self.model_path = _resolve_model(config)
+        self.name = config.served_model_name or self.model_path.name
+        self.engine = Engine(self.model_path, config.device, config.threads)
+        self.watcher = _make_watcher(self.engine, config)
+        self.batcher = Batcher(self.engine, self.watcher, config.max_batch, config.batch_wait_ms / 1000.0,
+                               continuous=config.continuous_batching)
+        self.provider = make_tracer_provider(config.otlp_endpoint, span_exporter)
+        self.tracer = self.provider.get_tracer("spanrl.serve")
+        self.requests = 0
+        self.failed = 0
+        self.started = time.time()
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_get("/v1/models", self.models)
+        app.router.add_get("/health", self.health)
+        app.router.add_get("/metrics", self.health)
+        app.router.add_post("/v1/load_lora_adapter", self.load_lora)
+        app.router.add_post("/v1/unload_lora_adapter", self.unload_lora)
+        app.on_startup.append(self._on_startup)
+        app.on_cleanup.append(self._on_cleanup)
+        return app
+
+    async def _on_startup(self, _app: web.Application) -> None:
+        self.batcher.start()
+
+    async def _on_cleanup(self, _app: web.Application) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.batcher.stop)
+        self.provider.shutdown()  # flushes the batch processor
+
+    # ----------------------------------------------------------------- routes
+    async def health(self, _request: web.Request) -> web.Response:
+        return web.json_response({
+            "status": "ok", "model": self.name, "model_path": str(self.model_path),
+            "device": self.engine.device, "adapter": self.watcher.current or "base",
+            "adapters_loaded": sorted(self.engine.loaded), "adapter_loads": self.watcher.loads,
+            "adapter_load_errors": self.watcher.errors, "adapter_last_error": self.watcher.last_error,
+            "requests": self.requests, "failed_requests": self.failed, **self.batcher.stats(),
+        })
+
+    async def models(self, _request: web.Request) -> web.Response:
+        created = int(self.started)
+        data = [{"id": self.name, "object": "model", "created": created, "owned_by": "spanrl", "root": str(self.model_path)}]
+        data += [{"id": a, "object": "model", "created": created, "owned_by": "spanrl", "parent": self.name}
+                 for a in sorted(self.engine.loaded)]
+        return web.json_response({"object": "list", "data": data})
+
+    async def load_lora(self, request: web.Request) -> web.Response:
+        try:
+            body = await json_body(request)
+            name, path = body.get("lora_name"), body.get("lora_path")
+            if not isinstance(name, str) or not name or not isinstance(path, str) or not path:
+                raise ApiError("load_lora_adapter needs lora_name and lora_path (strings)")
+            if not (Path(path) / "adapter_config.json").is_file():
+                raise ApiError(f"{path} holds no adapter_config.json; pass a PEFT adapter folder", param="lora_path")
+            if name in self.engine.loaded and not body.get("load_inplace", False):  # vLLM's rule
+                raise ApiError(f"The lora adapter '{name}' has already been loaded; pass load_inplace: true to replace it.")
+            await self._on_model_thread(lambda: self.engine.load_adapter(name, Path(path)))
+        except ApiError as exc:
+            return error_response(exc)
+        except Exception as exc:
+            return error_response(ApiError(f"loading {name!r} from {path} failed: {exc}", 400, "lora_path"))
+        return web.Response(text=f"Success: LoRA adapter '{name}' added successfully.")
+
+    async def unload_lora(self, request: web.Request) -> web.Response:
+        try:
+            body = await json_body(request)
+            name = body.get("lora_name")
+            if not isinstance(name, str) or name not in self.engine.loaded or name == self.watcher.current:
+                raise ApiError(f"no unloadable adapter named {name!r}; loaded: {sorted(self.engine.loaded)}", 404)
+            await self._on_model_thread(lambda: self.engine.unload_adapter(name))
+        except ApiError as exc:
+            return error_response(exc)
+        return web.Response(text=f"Success: LoRA adapter '{name}' removed successfully.")
+
+    async def _on_model_thread(self, action: Any) -> Any:
+        return await asyncio.wrap_future(self.batcher.submit(Control(action)))
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        self.requests += 1
+        span = None
+        try:
+            body = await json_body(request)
+            model = body.get("model") or self.name
+            if not isinstance(model, str):
+                raise ApiError(f"model must be a string, got {model!r}", param="model")
+            adapter = self._adapter_for(model)
+            span = start_chat_span(self.tracer, self.name, request.headers)
+            span.set_attributes(request_attributes(self.name, body, self.config.capture_messages))
+            messages, tools = messages_and_tools(body)
+            params, n = parse_sampling(body, self.config.max_tokens)
+            prompt_ids = self._prompt(messages, tools, params)
+            job = Job([Sequence(prompt_ids, choice_params(params, i)) for i in range(n)], adapter)
+            await asyncio.wrap_future(self.batcher.submit(job))
+            response = self._response(body, model, job, tools is not None)
+            span.set_attributes(response_attributes(response, prompt_ids, job.seqs, str(self.model_path.name),
+                                                    job.adapter_used, self.config.capture_messages))
+            headers = {ADAPTER_HEADER: job.adapter_used or "base"}
+            if body.get("stream"):
+                return await stream_response(request, response, headers, bool((body.get("stream_options") or {}).get("include_usage")))
+            return web.json_response(response, headers=headers)
+        except ApiError as exc:
+            self.failed += 1
+            _fail(span, exc)
+            return error_response(exc)
+        except Exception as exc:  # never crash on a request
+            self.failed += 1
+            log.exception("chat completion failed")
+            _fail(span, exc)
+            return error_response(ApiError(f"internal error: {exc}", 500))
+        finally:
+            if span is not None:
+                span.end()
+
+    def _adapter_for(self, model: str) -> Any:
+        """The API ``model`` field picks a named adapter (vLLM style); anything naming us -> default."""
+        if model in self.engine.loaded and model != self.watcher.current:
+            return model
+        if model in {self.name, str(self.config.model), str(self.model_path), "default"} or model == self.watcher.current:
+            return DEFAULT
+        names = [self.name, *sorted(self.engine.loaded)]
+        raise ApiError(f"The model `{model}` does not exist; this server serves {names}.", 404, "model")
+
+    def _prompt(self, messages: list[dict[str, Any]], tools: Any, params: SamplingParams) -> list[int]:
+        try:
+            prompt_ids = render_prompt(self.engine.tokenizer, messages, tools)
+        except Exception as exc:
+            raise ApiError(f"the chat template could not render these messages: {exc}", param="messages") from exc
+        room = self.engine.max_positions - len(prompt_ids)
+        if room < 1:
+            raise ApiError(f"the prompt has {len(prompt_ids)} tokens; this model's context is {self.engine.max_positions}",
+                           param="messages")
+        params.max_tokens = min(params.max_tokens, room)
+        return prompt_ids
+
+    def _response(self, body: dict[str, Any], model: str, job: Job, tools: bool) -> dict[str, Any]:
+        tok = self.engine.tokenizer
+        choices, completion_tokens = [], 0
+        for i, seq in enumerate(job.seqs):
+            text = tok.decode(seq.output_ids, skip_special_tokens=True)
+            if seq.stop_at is not None:
+                text = text[: seq.stop_at]
+            parsed = parse_tool_calls(text) if tools else None
+            message: dict[str, Any] = {"role": "assistant", "content": parsed.content if parsed else text}
+            finish = seq.finish_reason or "length"
+            if parsed and parsed.tool_calls:
+                message["tool_calls"] = parsed.tool_calls
+                finish = "tool_calls" if finish == "stop" else finish
+            choice: dict[str, Any] = {"index": i, "message": message, "finish_reason": finish,
+                                      "logprobs": logprobs_content(tok, seq) if body.get("logprobs") else None}
+            if body.get("return_token_ids"):
+                choice["token_ids"] = list(seq.output_ids)
+            choices.append(choice)
+            completion_tokens += len(seq.output_ids)
+        prompt_tokens = len(job.seqs[0].prompt_ids)
+        response: dict[str, Any] = {
+            "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
+            "model": model, "system_fingerprint": job.adapter_used or "base", "choices": choices,
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        }
+        if body.get("return_token_ids"):
+            response["prompt_token_ids"] = list(job.seqs[0].prompt_ids)
+        return response
+
+
+def _fail(span: Any, exc: Exception) -> None:
+    if span is None:
+        return
+    from opentelemetry.trace import Status, StatusCode
+
+    span.record_exception(exc)
+    span.set_status(Status(StatusCode.ERROR, str(exc)))
+    span.set_attribute("error.type", type(exc).__name__)
+
+
+# --------------------------------------------------------------------------- wiring
+def _resolve_model(config: ServeConfig) -> Path:
+    if str(config.model) == "demo":
+        from spanrl.serve.models import prepare_demo_model
+
+        return prepare_demo_model(config.data)
+    path = Path(config.model)
+    if not (path / "config.json").is_file():
+        raise InputError(f"--model {path}: no config.json there; pass a local model folder "
+                         "(transformers save_pretrained layout) or `demo`")
+    return path
+
+
+def _make_watcher(engine: Engine, config: ServeConfig) -> AdapterWatcher:
+    if config.adapter is None:
+        return AdapterWatcher(engine)
+    if config.adapter == "LATEST":
+        return AdapterWatcher(engine, adapters_root=adapters_dir(config.data))
+    path = Path(config.adapter)
+    if path.name == "LATEST" and not path.is_dir():
+        return AdapterWatcher(engine, adapters_root=path.parent)
+    if not (path / "adapter_config.json").is_file():
+        raise InputError(f"--adapter {path}: no adapter_config.json there; pass a PEFT adapter folder or LATEST")
+    return AdapterWatcher(engine, fixed=path)
+
+
+@dataclass
+class RunningServer:
+    """A server started by ``serve_in_background``: its URL, the ChatServer, and ``stop()``."""
+
+    url: str
+    server: ChatServer
+    _loop: asyncio.AbstractEventLoop
+    _runner: web.AppRunner
+    _thread: threading.Thread
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=60)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+
+
+def serve_in_background(config: ServeConfig, span_exporter: Any = None) -> RunningServer:
+    """Start the server on its own event-loop thread (tests, notebooks); ``port=0`` picks a free port."""
+    server = ChatServer(config, span_exporter)
+    loop = asyncio.new_event_loop()
+    runner = web.AppRunner(server.app(), handle_signals=False)
+
+    async def start() -> str:
+        await runner.setup()
+        site = web.TCPSite(runner, config.host, config.port)
+        await site.start()
+        port = runner.addresses[0][1]
+        return f"http://{config.host}:{port}"
+
+    thread = threading.Thread(target=loop.run_forever, name="spanrl-serve-http", daemon=True)
+    thread.start()
+    url = asyncio.run_coroutine_threadsafe(start(), loop).result(timeout=60)
+    return RunningServer(url, server, loop, runner, thread)
+
+
+def run_server(config: ServeConfig, span_exporter: Any = None) -> None:
+    """Serve until SIGINT/SIGTERM; prints the URL once listening; flushes spans on the way out."""
+    server = ChatServer(config, span_exporter)
+    runner = web.AppRunner(server.app(), handle_signals=False)
+
+    async def main() -> None:
+        await runner.setup()
+        site = web.TCPSite(runner, config.host, config.port)
+        await site.start()
+        port = runner.addresses[0][1]
+        print(f"spanrl serve: {server.name} on http://{config.host}:{port}/v1 "
+              f"(adapter: {config.adapter or 'none'})", flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    import signal
+
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(main())
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        loop.run_until_complete(task)
+    except asyncio.CancelledError:
+        pass
+    finally:
+        loop.close()

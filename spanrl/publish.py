@@ -1,0 +1,69 @@
+"""Publishing a folder atomically: the one "temp folder -> rename -> swap the pointer" helper.
+
+Snapshots (``transitions/<id>/`` + ``transitions/LATEST``) and adapters (``adapters/<id>/`` +
+``adapters/LATEST``) both appear this way, so a reader sees the old state or the new one, never a
+half-written folder, and a killed writer leaves only a hidden ``.tmp-*`` folder that
+``clean_drafts`` removes later.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+TMP_PREFIX = ".tmp-"
+POINTER = "LATEST"
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write to a sibling temp file, fsync, then ``os.replace``: readers see old or new, never half."""
+    tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_pointer(root: Path) -> str | None:
+    """The id ``root/LATEST`` names, or None when there is none yet."""
+    path = Path(root) / POINTER
+    if not path.is_file():
+        return None
+    return path.read_text().strip() or None
+
+
+@contextmanager
+def draft_folder(root: Path, name: str) -> Iterator[Path]:
+    """A fresh hidden temp folder ``root/.tmp-<name>``, removed again unless ``publish`` moved it."""
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f"{TMP_PREFIX}{name}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # a no-op once published
+
+
+def publish(tmp: Path, name: str) -> Path:
+    """Rename the complete temp folder to ``<root>/<name>``, then point ``<root>/LATEST`` at it."""
+    final = tmp.parent / name
+    os.rename(tmp, final)
+    write_text_atomic(tmp.parent / POINTER, name + "\n")
+    return final
+
+
+def clean_drafts(root: Path, older_than_s: float = 3600.0) -> int:
+    """Remove temp folders left by a killed writer (never visible to readers anyway)."""
+    removed = 0
+    now = time.time()
+    for tmp in Path(root).glob(f"{TMP_PREFIX}*"):
+        if tmp.is_dir() and now - tmp.stat().st_mtime > older_than_s:
+            shutil.rmtree(tmp, ignore_errors=True)
+            removed += 1
+    return removed

@@ -1,0 +1,190 @@
+"""``spanrl demo --quick`` end to end on the tiny model: every stage runs, every file appears.
+
+The tiny random model does not learn anything; this checks the plumbing: collector, agent
+(plain openai SDK + OTel instrumentation, traceparent to the server), serve, ingest, train, the
+adapter hot-reload, the held-out split kept out of training, the report, and a clean shutdown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from spanrl.transitions.schema import TRANSITION_SCHEMA
+from spanrl.transitions.snapshot import read_snapshot, write_snapshot
+from tests.helpers.tiny_model import make_tiny_model
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
+    model = make_tiny_model(tmp_path / "tiny")
+    data = tmp_path / "data"
+    env = {**os.environ, "COLUMNS": "200"}
+    # pg, not the demo's default sft on correct rollouts: a random tiny model is never correct, and
+    # this test needs every stage, training included, to run
+    proc = subprocess.run([sys.executable, "-m", "spanrl", "demo", "--quick", "--data", str(data), "--model", str(model),
+                           "--train-args", "--loss pg --lr 5e-4 --rollouts-per-step 4"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=230)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+    # every stage left its files
+    assert list((data / "otel").glob("traces*.jsonl"))
+    assert list((data / "lake" / "spans").rglob("*.parquet"))
+    assert (data / "transitions" / "LATEST").is_file()
+    adapter = (data / "adapters" / "LATEST").read_text().strip()
+    assert (data / "adapters" / adapter / "adapter_model.safetensors").is_file()
+    assert len((data / "adapters" / "cycles.jsonl").read_text().splitlines()) == 1
+    for path in ("eval/cycle-0.jsonl", "eval/cycle-1.jsonl", "demo/rollouts/cycle-0.jsonl", "report.png", "report.html"):
+        assert (data / path).is_file(), path
+    assert [json.loads(x)["split"] for x in (data / "eval" / "cycle-0.jsonl").read_text().splitlines()] == ["eval"] * 2
+    assert len((data / "demo" / "rollouts" / "cycle-0.jsonl").read_text().splitlines()) == 4  # 2 tasks x 2 rollouts
+    assert adapter in proc.stdout and "held-out" in proc.stdout
+
+    # the agent's spans: one root per rollout, the server's span a child of the agent's LLM call
+    spans = str(data / "lake" / "spans" / "**" / "*.parquet")
+    with duckdb.connect() as con:
+        roots = dict(con.execute(
+            "select name, count(*) from read_parquet($g) where parent_span_id is null group by 1", {"g": spans}).fetchall())
+        assert roots == {"invoke_agent calc": 4, "invoke_agent calc-eval": 4}  # eval: 2 tasks x 2 cycles
+        orphans = con.execute(
+            """select count(*) from read_parquet($g) s where s.service_name = 'spanrl-serve' and not exists
+               (select 1 from read_parquet($g) p where p.span_id = s.parent_span_id and p.service_name = 'calc-agent')""",
+            {"g": spans}).fetchone()[0]
+        assert orphans == 0
+        rewards = con.execute("select count(*) from read_parquet($g) where name = 'spanrl.reward'", {"g": spans}).fetchone()[0]
+        assert rewards == 8
+
+    # held-out rollouts never reach the training snapshot; the trained one holds cycle 0 only
+    table, _ = read_snapshot(data, "LATEST")
+    assert table.num_rows > 0
+    assert all(r.startswith("c0-") for r in table.column("rollout_id").to_pylist())
+    assert not any(t.startswith("eval-") for t in table.column("task_id").to_pylist())
+
+    # nothing left running: the ports the demo printed are closed
+    ports = [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", proc.stdout)]
+    assert ports and not any(_port_open(p) for p in ports)
+
+
+def _rows(rollouts: list[str], tasks: list[str], agents: list[str]) -> pa.Table:
+    n = len(rollouts)
+    cols = {f.name: pa.nulls(n, f.type) for f in TRANSITION_SCHEMA}
+    cols.update(snapshot_id=pa.array(["x"] * n), rollout_id=pa.array(rollouts), task_id=pa.array(tasks),
+                agent_name=pa.array(agents), step=pa.array([0] * n, pa.int32()), n_steps=pa.array([1] * n, pa.int32()))
+    return pa.table(cols, schema=TRANSITION_SCHEMA)
+
+
+def test_train_snapshot_keeps_only_this_cycles_rollouts(tmp_path: Path) -> None:
+    from spanrl.demo.loop import train_snapshot
+
+    write_snapshot(tmp_path, _rows(["c0-1-a-r0", "c1-2-b-r0", "c1-2-b-r1", "c10-3-c-r0"], ["a", "b", "b", "c"], ["calc"] * 4))
+    sid = train_snapshot(tmp_path, 1)
+    table, manifest = read_snapshot(tmp_path, sid)
+    assert sorted(table.column("rollout_id").to_pylist()) == ["c1-2-b-r0", "c1-2-b-r1"]
+    assert manifest["config"]["demo_cycle"] == 1 and manifest["config"]["parent_snapshot"]
+    with pytest.raises(RuntimeError, match="no transition of cycle 7"):
+        train_snapshot(tmp_path, 7)
+
+
+def test_a_held_out_row_in_the_snapshot_stops_the_demo(tmp_path: Path) -> None:
+    from spanrl.demo.loop import check_no_eval_rows
+
+    write_snapshot(tmp_path, _rows(["c0-1-a-r0"], ["train-0-000"], ["calc"]))
+    check_no_eval_rows(tmp_path)
+    write_snapshot(tmp_path, _rows(["c0-1-a-r0", "c0-1-e-r0"], ["train-0-000", "eval-003"], ["calc", "calc-eval"]))
+    with pytest.raises(RuntimeError, match="held-out"):
+        check_no_eval_rows(tmp_path)
+
+
+def test_cycles_continue_from_the_data_root(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from spanrl.demo.config import DemoConfig
+    from spanrl.demo.loop import Demo
+
+    demo = Demo(DemoConfig(data=tmp_path), Console())
+    assert demo.first_cycle() == 0
+    (tmp_path / "adapters").mkdir()
+    (tmp_path / "adapters" / "cycles.jsonl").write_text('{"cycle": 1}\n{"cycle": 2}\n')
+    assert demo.first_cycle() == 2
+
+
+def test_task_splits_are_seeded_and_disjoint() -> None:
+    from spanrl.demo.agent import load_task_module
+
+    tasks = load_task_module()
+    held_out = tasks.make_tasks("eval", 32)
+    assert held_out == tasks.make_tasks("eval", 32) and held_out[:5] == tasks.make_tasks("eval", 5)
+    train = [t for seed in range(5) for t in tasks.make_tasks("train", 20, seed=seed)]
+    assert train[:20] == tasks.make_tasks("train", 20, seed=0)
+    assert not {t["question"] for t in held_out} & {t["question"] for t in train}
+    assert len({t["task_id"] for t in train}) == 100
+    for t in held_out + train:
+        assert float(eval(t["expression"].replace("/", "//"))) == t["answer"]  # noqa: S307 - our own expressions
+
+
+def _agent_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("calc_agent_agent", ROOT / "examples" / "calc_agent" / "agent.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_calculator_tool_and_answer_parsing() -> None:
+    agent = _agent_module()
+    assert agent.calculator("12 * 7") == "84" and agent.calculator("(3 + 4) / 2") == "3.5"
+    assert agent.calculator("47 x 18") == "846" and agent.calculator("1,552 / 16") == "97"
+    for bad in ("import os", "2 **", "1 / 0", "abs(-3)", ""):
+        with pytest.raises(ValueError):
+            agent.calculator(bad)
+    assert agent.final_number("Each friend gets 97 pens.") == 97.0
+    assert agent.final_number("1,310") == 1310.0 and agent.final_number("no idea") is None
+
+
+def test_the_agent_imports_no_spanrl() -> None:
+    source = (ROOT / "examples" / "calc_agent" / "agent.py").read_text()
+    assert not re.search(r"^\s*(from|import)\s+spanrl", source, re.M)
+
+
+def test_a_cycle_with_nothing_to_train_keeps_the_policy(tmp_path: Path) -> None:
+    """``--loss sft`` keeps only rollouts at or above --sft-min-return; a cycle where none is leaves
+    the policy as it is (the real `spanrl train` exits 2, the demo goes on), any other failure stops it."""
+    from rich.console import Console
+
+    from spanrl.demo.config import DemoConfig
+    from spanrl.demo.loop import Demo, StepError
+    from tests.helpers.tiny_model import tiny_rollout_rows, write_rows_snapshot
+
+    model = make_tiny_model(tmp_path / "tiny")
+    from transformers import AutoTokenizer
+
+    sid = write_rows_snapshot(tmp_path, tiny_rollout_rows(AutoTokenizer.from_pretrained(model))).name
+    console = Console(record=True, width=200)
+    demo = Demo(DemoConfig(data=tmp_path, train_args=["--loss", "sft", "--sft-min-return", "99"]), console)
+    demo.logs.mkdir(parents=True)
+    assert demo.train(0, model, sid) > 0
+    said = console.export_text()
+    assert "cycle 0: nothing to train on" in said and "sft_dropped=12" in said
+    assert not (tmp_path / "adapters" / "LATEST").exists()
+    with pytest.raises(StepError, match="exit code 2") as failed:  # a real error still stops the demo
+        Demo(DemoConfig(data=tmp_path, train_args=["--loss", "sft"]), console).train(0, tmp_path / "no-model", sid)
+    assert "no such folder" in failed.value.log_tail

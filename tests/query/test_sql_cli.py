@@ -1,0 +1,87 @@
+"""``spanrl sql`` and ``spanrl ingest`` through the CLI: formats, read-only refusal, empty lake."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from spanrl.cli import cli
+from tests.ingest.otlp_lines import new_span_id, new_trace_id, span, trace_line, write_lines
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sqlcli")
+    tid = new_trace_id()
+    write_lines(d / "otel" / "traces-2026-01-01T00-00-00.000.jsonl",
+                [trace_line([span("chat m", tid, new_span_id(), kind=3, attrs={
+                    "gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.usage.input_tokens": 5})]),
+                 "garbage"])
+    res = CliRunner().invoke(cli, ["ingest", "--data", str(d), "--no-transitions"])
+    assert res.exit_code == 0, res.output
+    assert "rejects" in res.output and "spans/s" in res.output
+    return d
+
+
+def run(*args: str, input: str | None = None):
+    return CliRunner().invoke(cli, ["sql", *args], input=input)
+
+
+def test_table_csv_json_parquet(data, tmp_path) -> None:
+    q = "select name, model, input_tokens from spans join llm_calls using (trace_id, span_id)"
+    res = run("--data", str(data), q)
+    assert res.exit_code == 0 and "chat m" in res.output and "1 row(s)" in res.output
+    res = run("--data", str(data), "--format", "csv", q)
+    assert res.output.splitlines()[:2] == ["name,model,input_tokens", "chat m,m,5"]
+    res = run("--data", str(data), "--format", "json", "select span_id, attributes from spans")
+    assert json.loads(res.output.splitlines()[0])["attributes"]["gen_ai.request.model"] == "m"
+    out = tmp_path / "x.parquet"
+    res = run("--data", str(data), "--format", "parquet", "--out", str(out), q)
+    assert res.exit_code == 0 and pq.read_table(out).num_rows == 1
+
+
+def test_query_from_file_and_stdin(data, tmp_path) -> None:
+    f = tmp_path / "q.sql"
+    f.write_text("select count(*) as n from spans;")
+    assert run("--data", str(data), "--format", "csv", "-f", str(f)).output.splitlines() == ["n", "1"]
+    assert run("--data", str(data), "--format", "csv", input="select 40 + 2 as x").output.splitlines() == ["x", "42"]
+
+
+@pytest.mark.parametrize("q", ["copy spans to 'x.csv'", "attach 'x.db'", "create table t as select 1",
+                               "select 1; drop view spans", "install httpfs", "set threads = 1"])
+def test_writes_are_refused(data, q: str) -> None:
+    res = run("--data", str(data), q)
+    assert res.exit_code == 2 and "read-only" in res.output
+
+
+def test_reading_outside_the_data_root_is_refused(data) -> None:
+    res = run("--data", str(data), "select * from read_text('/etc/hostname')")
+    assert res.exit_code == 2 and "query failed" in res.output
+
+
+def test_empty_lake_gives_a_clear_message(tmp_path) -> None:
+    res = run("--data", str(tmp_path / "none"), "--format", "csv", "select count(*) as n from llm_calls")
+    assert res.exit_code == 0 and "run `spanrl ingest`" in res.output and "n\n0" in res.output
+
+
+def test_rejects_are_reported_and_queryable(data) -> None:
+    res = run("--data", str(data), "--format", "csv",
+              "select line, error from read_parquet('" + str(data) + "/lake/_rejects/*.parquet')")
+    assert res.output.splitlines()[1] == "2,not JSON"
+
+
+def test_interactive_prompt(data, monkeypatch) -> None:
+    import io
+
+    from spanrl.query import connect
+    from spanrl.query.sql import interactive
+
+    lines = iter(["select count(*) AS n", "from spans;", "copy spans to 'x';", ".quit"])
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(lines))
+    out = io.StringIO()
+    interactive(data, connect(data, stage2=False), out)
+    text = out.getvalue()
+    assert "1 row(s)" in text and "error: spanrl sql is read-only" in text

@@ -1,0 +1,105 @@
+"""AIR: automatic intermediate rewards from what OTel already records (DESIGN §5).
+
+Agent Lightning's paper names AIR but ships no code for it. Here a rule is data, not Python: a name,
+a SQL predicate over ``_air_candidates`` (one row per span, see ``sql/rewards/_air_candidates.sql``)
+and a value. Defaults live in ``air_defaults.toml``; users add or override rules in ``spanrl.toml``::
+
+    [air]
+    defaults = true            # keep the built-in rules (default)
+    [[air.rules]]
+    name = "slow_tool"
+    when = "is_tool AND end_ns - start_ns > 5e9"
+    value = -0.05
+
+Every hit becomes a ``rewards`` row (source ``air``) aimed at the LLM call that caused it.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from spanrl.errors import InputError
+from spanrl.transitions.sqlfiles import read_sql
+
+
+@dataclass(frozen=True)
+class AirRule:
+    """One rule: ``when`` is a SQL boolean expression over ``_air_candidates``."""
+
+    name: str
+    when: str
+    value: float
+
+
+def default_rules() -> list[AirRule]:
+    text = resources.files("spanrl.transitions").joinpath("air_defaults.toml").read_text()
+    return _parse_rules(tomllib.loads(text).get("rules", []), "air_defaults.toml")
+
+
+def _parse_rules(items: list[Any], where: str) -> list[AirRule]:
+    rules = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not {"name", "when", "value"} <= set(item):
+            raise InputError(f"{where}: AIR rule #{i + 1} needs name, when and value (got {item!r})")
+        try:
+            value = float(item["value"])
+        except (TypeError, ValueError):
+            raise InputError(f"{where}: AIR rule {item['name']!r}: value must be a number") from None
+        if not math.isfinite(value):
+            raise InputError(f"{where}: AIR rule {item['name']!r}: value must be finite")
+        when = str(item["when"]).strip()
+        if not when or ";" in when:
+            raise InputError(f"{where}: AIR rule {item['name']!r}: `when` must be one SQL expression (no ';')")
+        rules.append(AirRule(str(item["name"]), when, value))
+    return rules
+
+
+def load_air_rules(config_file: Path | None, table: dict[str, Any] | None = None) -> list[AirRule]:
+    """Defaults, then the ``[air]`` rules of ``spanrl.toml`` (same name replaces, order kept)."""
+    if table is None:
+        table = {}
+        if config_file is not None and Path(config_file).is_file():
+            with open(config_file, "rb") as fh:
+                table = tomllib.load(fh).get("air", {})
+    unknown = set(table) - {"defaults", "rules"}
+    if unknown:
+        raise InputError(f"{config_file}: unknown keys in [air]: {', '.join(sorted(unknown))} (use defaults, rules)")
+    rules = default_rules() if table.get("defaults", True) else []
+    for rule in _parse_rules(table.get("rules", []), str(config_file or "[air]")):
+        rules = [r for r in rules if r.name != rule.name] + [rule]
+    return rules
+
+
+def air_rule_hits_sql(con: duckdb.DuckDBPyConnection, rules: list[AirRule]) -> str:
+    """Bind the rules into ``_air_rules``; return the SELECT for ``_air_rule_hits``."""
+    con.execute("CREATE OR REPLACE TEMP TABLE _air_rules (rule_index INTEGER, name VARCHAR, value DOUBLE)")
+    if rules:
+        con.executemany("INSERT INTO _air_rules VALUES (?, ?, ?)",
+                        [(i, r.name, r.value) for i, r in enumerate(rules)])
+    cases = ", ".join(f"CASE WHEN ({r.when}) THEN {i} END" for i, r in enumerate(rules))
+    return read_sql("rewards/_air_rule_hits").replace("/*RULE_CASES*/", cases)
+
+
+def bad_rule_error(con: duckdb.DuckDBPyConnection, rules: list[AirRule], exc: duckdb.Error) -> Exception:
+    """The combined rule query failed: plan each predicate alone to name the rule at fault."""
+    for rule in rules:
+        try:
+            con.execute(f"EXPLAIN SELECT CASE WHEN ({rule.when}) THEN 0 END FROM _air_candidates").fetchall()
+        except duckdb.Error as own:
+            return InputError(
+                f"AIR rule {rule.name!r}: `when = {rule.when!r}` is not a valid predicate over _air_candidates "
+                f"({str(own).splitlines()[0]}); fix it in spanrl.toml [air]"
+            )
+    return exc
+
+
+def rules_as_dicts(rules: list[AirRule]) -> list[dict[str, Any]]:
+    """For the manifest: the resolved rules travel with the snapshot."""
+    return [asdict(r) for r in rules]

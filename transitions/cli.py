@@ -1,0 +1,61 @@
+"""``spanrl transitions build`` and the stage-2 flags it shares with ``spanrl ingest``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from spanrl.ingest.config import ADVANTAGE_CHOICES, CREDIT_CHOICES, make_ingest_config
+from spanrl.options import data_option, parse_duration
+
+
+def stage2_options(func):
+    """The transition-builder flags, shared by ``ingest`` and ``transitions build``."""
+    opts = [
+        click.option("--agent", default=None, help="Regex: keep only this agent's LLM calls (rewards still whole-rollout)."),
+        click.option("--rollout-key", default=None, help="Attribute naming the rollout (e.g. session.id)."),
+        click.option("--task-key", default=None, help="Attribute naming the task (group baselines)."),
+        click.option("--credit", type=click.Choice(CREDIT_CHOICES), default=None, help="Credit assignment [identical]."),
+        click.option("--gamma", type=float, default=None, help="Discount for --credit discounted [0.95]."),
+        click.option("--advantage", type=click.Choice(ADVANTAGE_CHOICES), default=None, help="Advantage baseline [group]."),
+        click.option("--missing-reward", type=click.Choice(["drop", "zero"]), default=None,
+                     help="Rollouts with no reward: drop them or count 0 [drop]."),
+        click.option("--reward-key", "reward_keys", multiple=True, metavar="ATTR",
+                     help="Attribute holding a reward (span, event or log attribute); repeat or comma-list."),
+        click.option("--settle", default=None, help="Quiet time before a rollout counts as complete [10m]."),
+        click.option("--memory-limit", default=None, help="DuckDB memory limit; spills to disk beyond [2GB]."),
+        click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="spanrl.toml with [ingest] and [air] (default: DATA/spanrl.toml if present)."),
+    ]
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
+def make_config(data: Path, settle: str | None, **flags):
+    if settle is not None:
+        flags["settle_s"] = parse_duration(settle)
+    return make_ingest_config(data=data, **flags)
+
+
+@click.group()
+def transitions() -> None:
+    """Transition snapshots (stage 2 of ingest) on their own."""
+
+
+@transitions.command("build")
+@data_option
+@stage2_options
+def transitions_build(data: Path, settle: str | None, **flags) -> None:
+    """Lake -> transition snapshot, without reading new span files.
+
+    \b
+    Example:
+      spanrl transitions build --credit discounted --advantage batch
+    """
+    from spanrl.transitions.build import build_transitions, print_summary
+
+    print_summary(build_transitions(make_config(data, settle, **flags)))
+
+

@@ -1,0 +1,106 @@
+"""Credit assignment and advantages (DESIGN §5, §10).
+
+The builder runs ``sql/transitions/advantages.sql`` over the transition rows; ``compute_advantages``
+runs the same file over any snapshot table, so advantages can be recomputed (another ``--advantage``,
+or task statistics reduced across shards) without rebuilding. The pure functions below state the
+maths one rollout at a time; the tests check the SQL against them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import duckdb
+import pyarrow as pa
+
+from spanrl.transitions.sqlfiles import read_sql
+
+EPS = 1e-6  # added to the std, as in GRPO: (R - mean) / (std + eps)
+_ZERO_STD = 1e-12  # below this a group has no spread: its advantage is 0
+
+
+def rollout_advantages(
+    rewards: Mapping[str, float], tasks: Mapping[str, str | None], mode: str = "group", eps: float = EPS
+) -> dict[str, float]:
+    """One advantage per rollout. group: normalised over the rollouts of the same task (a task seen
+    once falls back to the batch); batch: over all rollouts; none: the reward itself."""
+    if mode == "none":
+        return dict(rewards)
+    batch = _norm(list(rewards.values()), eps)
+    by_task: dict[str | None, list[str]] = {}
+    for rid in rewards:
+        by_task.setdefault(tasks.get(rid), []).append(rid)
+    out = {}
+    for task, rids in by_task.items():
+        if mode == "group" and task is not None and len(rids) > 1:
+            norm = _norm([rewards[r] for r in rids], eps)
+        else:
+            norm = batch
+        for rid in rids:
+            out[rid] = norm(rewards[rid])
+    return out
+
+
+def _norm(values: Sequence[float], eps: float):
+    n = len(values)
+    mean = sum(values) / n if n else 0.0
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    if std < _ZERO_STD:
+        return lambda _v: 0.0
+    return lambda v: (v - mean) / (std + eps)
+
+
+def step_credit(value: float, step_rewards: Sequence[float], credit: str, gamma: float) -> list[float]:
+    """Spread a rollout-level value (its return R or its advantage A) over its T calls.
+
+    identical: every call gets ``value``; last: only the last call; discounted:
+    gamma^(T-1-t) * value plus the AIR reward-to-go sum_{k>=t} gamma^(k-t) * r_k.
+    """
+    n = len(step_rewards)
+    if credit == "identical":
+        return [value] * n
+    if credit == "last":
+        return [0.0] * (n - 1) + [value] if n else []
+    out, to_go = [0.0] * n, 0.0
+    for t in range(n - 1, -1, -1):
+        to_go = step_rewards[t] + gamma * to_go
+        out[t] = gamma ** (n - 1 - t) * value + to_go
+    return out
+
+
+def compute_advantages(
+    table: pa.Table, credit: str = "identical", gamma: float = 0.95, advantage: str = "group", eps: float = EPS
+) -> pa.Table:
+    """Fill ``return`` and ``advantage`` of transition rows (a snapshot table or the builder's rows)."""
+    con = duckdb.connect()
+    try:
+        con.register("transition_rows", table)
+        return run_advantages(con, credit, gamma, advantage, eps)
+    finally:
+        con.close()
+
+
+def run_advantages(
+    con: duckdb.DuckDBPyConnection, credit: str, gamma: float, advantage: str, eps: float = EPS
+) -> pa.Table:
+    """``advantages.sql`` over the relation ``transition_rows`` on ``con``, in (rollout_id, step) order."""
+    sql = read_sql("snapshot/advantages")
+    params = {"credit": credit, "gamma": gamma, "advantage": advantage, "eps": eps}
+    return con.sql(sql, params=params).to_arrow_table()
+
+
+def advantage_stats(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Group bookkeeping over ``transition_rows``: tasks with one rollout, zero-variance groups."""
+    row = con.execute(
+        """
+        WITH per AS (SELECT rollout_id, any_value(task_id) AS task_id, coalesce(any_value(final_reward), 0) AS r
+                     FROM transition_rows GROUP BY rollout_id),
+             t AS (SELECT task_id, count(*) AS n, coalesce(stddev_samp(r), 0) AS sd FROM per GROUP BY task_id)
+        SELECT count(*) FILTER (WHERE n > 1 AND task_id IS NOT NULL) AS groups,
+               count(*) FILTER (WHERE n > 1 AND task_id IS NOT NULL AND sd < 1e-12) AS zero_variance_groups,
+               coalesce(sum(n) FILTER (WHERE n = 1 OR task_id IS NULL), 0) AS batch_fallback_rollouts
+        FROM t
+        """
+    ).fetchall()[0]
+    return {"groups": row[0], "zero_variance_groups": row[1], "batch_fallback_rollouts": int(row[2])}
