@@ -28,6 +28,7 @@ STAGE2_OBJECTS: list[tuple[str, str, bool]] = [
     ("_span_tree", "rollouts/_span_tree", True),
     ("_trace_rollouts", "rollouts/_trace_rollouts", True),
     ("_rollout_status", "rollouts/_rollout_status", True),
+    ("_agent_repairs", "rollouts/_agent_repairs", True),
     ("_rollout_calls", "rollouts/_rollout_calls", False),
     ("_rollout_tasks", "rollouts/_rollout_tasks", True),
     ("_explicit_rewards", "rewards/_explicit_rewards", False),
@@ -61,6 +62,7 @@ def set_variables(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> None:
         "spanrl_settle_ns": int(cfg.settle_s * 1e9),
         "spanrl_missing_reward": cfg.missing_reward,
         "spanrl_reward_keys": cfg.reward_keys or None,  # VARCHAR[] of --reward-key names
+        "spanrl_hierarchy_repair": cfg.hierarchy_repair,
     }
     for name, value in values.items():
         # SET VARIABLE takes no parameters; a constant subquery does (the name is ours, not user input).

@@ -99,21 +99,9 @@ calls AS MATERIALIZED (  -- one row per call
     SELECT * FROM single UNION ALL BY NAME SELECT * FROM multi
 ),
 tree AS (
-    SELECT trace_id, span_id, parent_span_id,
-           coalesce(x[1], x[2], CASE WHEN x[3] = 'agent' THEN x[4] END,
-                    nullif(regexp_extract("name", '^invoke_agent (.+)$', 1), ''),
-                    CASE WHEN x[5] = 'AGENT' OR x[6] = 'invoke_agent' THEN "name" END,
-                    -- a LangGraph node is the agent of the calls made inside it: OpenInference keeps
-                    -- LangChain's run metadata as JSON text in `metadata` (on the node's span and on
-                    -- the LLM span itself), OpenLLMetry as association properties, LangSmith flat
-                    x[7], x[8], CASE WHEN lg THEN json_extract_string(try_cast(x[9] AS JSON), '$.langgraph_node') END) AS agent
-    FROM (SELECT s.trace_id, s.span_id, s.parent_span_id, s."name",
-                 contains(CAST(s.attributes AS VARCHAR), 'langgraph_node') AS lg,
-                 -- one parse of the attributes for every value read here
-                 json_extract_string(s.attributes, ['$."gen_ai.agent.name"', '$."agent.name"', '$."traceloop.span.kind"',
-                     '$."traceloop.entity.name"', '$."openinference.span.kind"', '$."gen_ai.operation.name"',
-                     '$."traceloop.association.properties.langgraph_node"', '$."langsmith.metadata.langgraph_node"',
-                     '$."metadata"']) AS x
+    SELECT trace_id, span_id, parent_span_id, spanrl_span_agent("name", attributes, x) AS agent
+    FROM (SELECT s.trace_id, s.span_id, s.parent_span_id, s."name", s.attributes,
+                 spanrl_agent_attrs(s.attributes) AS x  -- one parse of the attributes per span
           FROM spans AS s SEMI JOIN calls AS c ON c.trace_id = s.trace_id)
 ),
 walk(trace_id, call_span_id, span_id, depth) AS (
