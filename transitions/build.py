@@ -206,8 +206,8 @@ def print_summary(result: BuildResult) -> None:
     if s.get("orphan_spans"):
         table.add_row("orphan spans re-attached", f"{s['orphans_reattached']} of {s['orphan_spans']}")
     if s.get("agent_calls_repaired") or s.get("agent_repairs_ambiguous"):
-        table.add_row("LLM calls given an agent by hierarchy repair",
-                      f"{s['agent_calls_repaired']} ({s['agent_repairs_ambiguous']} ambiguous, left without)")
+        table.add_row("agents by hierarchy repair",
+                      f"{s['agent_calls_repaired']} calls ({s['agent_repairs_ambiguous']} ambiguous, left without)")
     if s.get("feedback_unknown_keys"):
         table.add_row("feedback with unknown key", f"{s['feedback_unknown_keys']}: " + ", ".join(s["feedback_unknown"]))
     console = Console()

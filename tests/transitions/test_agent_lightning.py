@@ -135,7 +135,7 @@ def test_overlapping_agent_spans(lake: Path) -> None:
     assert rollouts["traced-agent-kept"][0]["agent_name"] == "outer"
     flat = " ".join(summary.replace("│", " ").split())
     # repaired: repair, repair-reward, overlap-shorter-wins; ambiguous: overlap-tie-ambiguous
-    assert "3 (1 ambiguous, left without)" in flat
+    assert "agents by hierarchy repair 3 calls (1 ambiguous, left without)" in flat
 
 
 def test_multimodal_prompt_keeps_its_text_and_engine_ids(lake: Path) -> None:
