@@ -3,7 +3,7 @@
 -- here with UNION ALL BY NAME. A call seen twice (two instrumentations on one client, a client span
 -- plus the serving engine's span) is ONE row: spans sharing gen_ai.response.id, or a call span whose
 -- parent is a call span, form one group; the row comes from the member with messages, preferring
--- the client side and the richest convention; token ids come from whichever member has them.
+-- the client side and the richest convention; token ids from the best-ranked member that has them.
 -- agent_name: the nearest span at or above the call that is an agent (invoke_agent /
 -- gen_ai.agent.name, OpenInference AGENT, agent.name, traceloop.span.kind = agent, a LangGraph node).
 WITH RECURSIVE conv AS MATERIALIZED (
@@ -85,9 +85,13 @@ multi AS (  -- a call seen twice or more: the best-ranked member, filled in from
            coalesce(arg_min(m_finish, rank_key), any_value(m_finish)) AS finish_reason,
            coalesce(arg_min(m_input_tokens, rank_key), any_value(m_input_tokens)) AS input_tokens,
            coalesce(arg_min(m_output_tokens, rank_key), any_value(m_output_tokens)) AS output_tokens,
-           any_value(attr_int_list(token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids')) AS prompt_token_ids,
-           any_value(attr_int_list(token_attrs, 'spanrl.response_token_ids', 'response_token_ids')) AS response_token_ids,
-           any_value(try_cast(json_or_text(json_extract(token_attrs, '$."spanrl.response_logprobs"')) AS FLOAT[])) AS response_logprobs,
+           -- token ids: the best-ranked member that has them (the first of two spans sharing a response id)
+           arg_min(attr_int_list(token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids'), rank_key)
+               FILTER (WHERE attr_int_list(token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids') IS NOT NULL) AS prompt_token_ids,
+           arg_min(attr_int_list(token_attrs, 'spanrl.response_token_ids', 'response_token_ids'), rank_key)
+               FILTER (WHERE attr_int_list(token_attrs, 'spanrl.response_token_ids', 'response_token_ids') IS NOT NULL) AS response_token_ids,
+           arg_min(try_cast(json_or_text(json_extract(token_attrs, '$."spanrl.response_logprobs"')) AS FLOAT[]), rank_key)
+               FILTER (WHERE json_extract(token_attrs, '$."spanrl.response_logprobs"') IS NOT NULL) AS response_logprobs,
            coalesce(arg_min(m_temperature, rank_key), any_value(m_temperature)) AS temperature,
            any_value(rid) AS response_id,
            arg_min(status_code, rank_key) AS status_code
