@@ -74,6 +74,7 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materiali
     if materialize:
         _materialize_stage1(con)
     _check_stage1(con)
+    con.execute(read_lake_sql("llm_macros"))  # spanrl_span_agent (hierarchy repair), on any connection
     con.execute(read_sql("rollouts/macros"))
     set_variables(con, cfg)
     files = load_feedback(con, cfg.data)
