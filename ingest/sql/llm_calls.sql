@@ -92,7 +92,10 @@ multi AS (  -- a call seen twice or more: the best-ranked member, filled in from
                FILTER (WHERE attr_int_list(token_attrs, 'spanrl.response_token_ids', 'response_token_ids') IS NOT NULL) AS response_token_ids,
            arg_min(try_cast(json_or_text(json_extract(token_attrs, '$."spanrl.response_logprobs"')) AS FLOAT[]), rank_key)
                FILTER (WHERE json_extract(token_attrs, '$."spanrl.response_logprobs"') IS NOT NULL) AS response_logprobs,
-           coalesce(arg_min(m_temperature, rank_key), any_value(m_temperature)) AS temperature,
+           -- the engine's temperature when a member sampled (token ids): what its log-probs were taken at
+           -- (`spanrl serve --temperature` overrides the client's request)
+           coalesce(any_value(m_temperature) FILTER (WHERE token_attrs IS NOT NULL),
+                    arg_min(m_temperature, rank_key), any_value(m_temperature)) AS temperature,
            any_value(rid) AS response_id,
            arg_min(status_code, rank_key) AS status_code
     FROM grouped AS g
