@@ -15,10 +15,23 @@ from spanrl.sqlfiles import SqlFiles, sql_literal
 
 # Registration order matters: later views read earlier ones.
 VIEW_ORDER = ["spans", "logs", "llm_calls", "tool_calls"]
-# llm_calls is one UNION ALL BY NAME over one file per convention (ingest/sql/llm_calls/*.sql).
 CALL_VIEWS = ("llm_calls", "tool_calls")  # the views the snapshot builder materialises itself
-LLM_CONVENTIONS = ["genai_events", "genai_latest", "openinference", "openllmetry", "langsmith", "vercel_ai",
-                   "logfire", "agent_lightning", "payload"]
+
+# The conventions registry: one file ingest/sql/llm_calls/<name>.sql per entry, each registered as
+# view llm_calls_<name> and stacked (UNION ALL BY NAME) into _llm_call_conventions, which
+# llm_calls.sql reads. Adding a convention = its file + one line here (+ its expected-rows test,
+# tests/data/views/llm_calls/<name>.test; tests/ingest/test_registry.py checks all three agree).
+LLM_CONVENTIONS = [
+    "genai_events",      # GenAI semconv <= 1.36: per-message events (log records or span events)
+    "genai_latest",      # GenAI semconv >= 1.37: gen_ai.input/output.messages (span, log record, span event)
+    "openinference",     # Arize OpenInference flattened llm.input_messages.*
+    "openllmetry",       # Traceloop OpenLLMetry <= 0.54 flattened gen_ai.prompt.*
+    "langsmith",         # LangSmith OTel export
+    "vercel_ai",         # Vercel AI SDK
+    "logfire",           # Pydantic Logfire request_data / response_data
+    "agent_lightning",   # token-id-only spans (serving engines, Agent Lightning)
+    "payload",           # whole request/response bodies (Langfuse, MLflow, ADK, OpenInference bodies)
+]
 
 
 _SQL = SqlFiles("spanrl.ingest")
@@ -77,12 +90,20 @@ def lock_down(con: duckdb.DuckDBPyConnection, data: Path) -> None:
 
 
 def register_conventions(con: duckdb.DuckDBPyConnection) -> None:
-    """``_llm_spans`` (the cheap pre-filter every convention reads)
-    and one view ``llm_calls_<conv>`` per convention file: what ``llm_calls.sql`` stacks."""
+    """``_llm_spans`` (the cheap pre-filter every convention reads), one view ``llm_calls_<name>``
+    per registered convention, and ``_llm_call_conventions``, their stack, which ``llm_calls.sql``
+    reads. The stack is built from the registry, so a registered convention is never left out."""
     con.execute(f"CREATE OR REPLACE VIEW _llm_spans AS {read_sql('llm_spans')}")
+    views = []
     for conv in LLM_CONVENTIONS:
-        if sql_exists(f"llm_calls/{conv}"):
-            con.execute(f"CREATE OR REPLACE VIEW llm_calls_{conv} AS {read_sql(f'llm_calls/{conv}')}")
+        if not sql_exists(f"llm_calls/{conv}"):
+            raise RuntimeError(f"convention {conv!r} is registered in LLM_CONVENTIONS (ingest/views.py) but "
+                               f"ingest/sql/llm_calls/{conv}.sql does not exist")
+        con.execute(f"CREATE OR REPLACE VIEW llm_calls_{conv} AS {read_sql(f'llm_calls/{conv}')}")
+        views.append(f"llm_calls_{conv}")
+    # internal identifiers only (registry names, checked by tests/ingest/test_registry.py)
+    stack = " UNION ALL BY NAME ".join(f"SELECT * FROM {v}" for v in views)
+    con.execute(f"CREATE OR REPLACE VIEW _llm_call_conventions AS {stack}")
 
 
 def register_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:

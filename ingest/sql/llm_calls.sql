@@ -1,43 +1,36 @@
--- llm_calls: one row per LLM inference, in OpenAI chat shape whatever the instrumentation (DESIGN §4).
--- Each convention is one file in llm_calls/ (registered as view llm_calls_<name>): they are stacked
--- here with UNION ALL BY NAME. A call seen twice (two instrumentations on one client, a client span
+-- name: llm_calls
+-- One row per LLM inference, in OpenAI chat shape whatever the instrumentation (DESIGN §4).
+-- Reads _llm_call_conventions: the registered conventions (LLM_CONVENTIONS in ingest/views.py, one
+-- file llm_calls/<name>.sql each, plus [[conventions]] mappings from spanrl.toml) stacked with
+-- UNION ALL BY NAME by views.register_conventions. Every row there is an LLM call, content or not
+-- (docs/lake.md, "What counts as an LLM call"). A call seen twice (two instrumentations on one client, a client span
 -- plus the serving engine's span) is ONE row: spans sharing gen_ai.response.id, or a call span whose
 -- parent is a call span, form one group; the row comes from the member with messages, preferring
 -- the client side and the richest convention; token ids come from whichever member has them.
 -- agent_name: the nearest span at or above the call that is an agent (invoke_agent /
 -- gen_ai.agent.name, OpenInference AGENT, agent.name, traceloop.span.kind = agent, a LangGraph node).
-WITH RECURSIVE conv AS MATERIALIZED (
-    SELECT * FROM llm_calls_genai_events
-    UNION ALL BY NAME SELECT * FROM llm_calls_genai_latest
-    UNION ALL BY NAME SELECT * FROM llm_calls_openinference
-    UNION ALL BY NAME SELECT * FROM llm_calls_openllmetry
-    UNION ALL BY NAME SELECT * FROM llm_calls_langsmith
-    UNION ALL BY NAME SELECT * FROM llm_calls_vercel_ai
-    UNION ALL BY NAME SELECT * FROM llm_calls_logfire
-    UNION ALL BY NAME SELECT * FROM llm_calls_agent_lightning
-    UNION ALL BY NAME SELECT * FROM llm_calls_payload
+WITH RECURSIVE conv AS MATERIALIZED (  -- every registered convention's rows (views.register_conventions)
+    SELECT * FROM _llm_call_conventions
 ),
 members AS (
     SELECT c.trace_id, c.span_id, c.convention, c.priority, c.input_messages, c.output_message, c.tools,
            c.provider, c.model, c.finish_reason, c.input_tokens, c.output_tokens, c.temperature, c.response_id,
            s.parent_span_id, s.start_ns, s.end_ns, s.service_name, s.kind, s.status_code, s.attributes AS a,
-           -- one parse of the attributes for every value read here
-           json_extract_string(s.attributes, ['$."gen_ai.provider.name"', '$."gen_ai.system"', '$."llm.provider"',
-               '$."llm.system"', '$."gen_ai.request.model"', '$."gen_ai.response.model"',
-               '$."gen_ai.response.finish_reasons"[0]', '$."gen_ai.usage.input_tokens"', '$."gen_ai.usage.prompt_tokens"',
-               '$."gen_ai.usage.output_tokens"', '$."gen_ai.usage.completion_tokens"', '$."gen_ai.request.temperature"',
-               '$."gen_ai.response.id"']) AS x
+           attr_values(s.attributes, call_attribute_keys()) AS x  -- one parse; read by name (call_attr)
     FROM conv AS c JOIN spans AS s ON s.trace_id = c.trace_id AND s.span_id = c.span_id
 ),
 member_values AS (
     SELECT *,
-           coalesce(provider, x[1], x[2], x[3], x[4]) AS m_provider,
-           coalesce(x[5], model, x[6]) AS m_model,
-           coalesce(finish_reason, x[7]) AS m_finish,
-           coalesce(try_cast(x[8] AS BIGINT), try_cast(x[9] AS BIGINT), input_tokens) AS m_input_tokens,
-           coalesce(try_cast(x[10] AS BIGINT), try_cast(x[11] AS BIGINT), output_tokens) AS m_output_tokens,
-           coalesce(try_cast(x[12] AS DOUBLE), temperature) AS m_temperature,
-           coalesce(response_id, x[13]) AS member_rid,
+           coalesce(provider, call_attr(x, 'gen_ai.provider.name'), call_attr(x, 'gen_ai.system'),
+                    call_attr(x, 'llm.provider'), call_attr(x, 'llm.system')) AS m_provider,
+           coalesce(call_attr(x, 'gen_ai.request.model'), model, call_attr(x, 'gen_ai.response.model')) AS m_model,
+           coalesce(finish_reason, json_extract_string(try_cast(call_attr(x, 'gen_ai.response.finish_reasons') AS JSON), '$[0]')) AS m_finish,
+           coalesce(try_cast(call_attr(x, 'gen_ai.usage.input_tokens') AS BIGINT),
+                    try_cast(call_attr(x, 'gen_ai.usage.prompt_tokens') AS BIGINT), input_tokens) AS m_input_tokens,
+           coalesce(try_cast(call_attr(x, 'gen_ai.usage.output_tokens') AS BIGINT),
+                    try_cast(call_attr(x, 'gen_ai.usage.completion_tokens') AS BIGINT), output_tokens) AS m_output_tokens,
+           coalesce(try_cast(call_attr(x, 'gen_ai.request.temperature') AS DOUBLE), temperature) AS m_temperature,
+           coalesce(response_id, call_attr(x, 'gen_ai.response.id')) AS member_rid,
            CASE WHEN contains(a, 'token_ids') OR contains(a, 'spanrl.response_logprobs') THEN a END AS token_attrs
     FROM members
 ),
@@ -100,20 +93,20 @@ calls AS MATERIALIZED (  -- one row per call
 ),
 tree AS (
     SELECT trace_id, span_id, parent_span_id,
-           coalesce(x[1], x[2], CASE WHEN x[3] = 'agent' THEN x[4] END,
+           coalesce(agent_attr(x, 'gen_ai.agent.name'), agent_attr(x, 'agent.name'),
+                    CASE WHEN agent_attr(x, 'traceloop.span.kind') = 'agent' THEN agent_attr(x, 'traceloop.entity.name') END,
                     nullif(regexp_extract("name", '^invoke_agent (.+)$', 1), ''),
-                    CASE WHEN x[5] = 'AGENT' OR x[6] = 'invoke_agent' THEN "name" END,
+                    CASE WHEN agent_attr(x, 'openinference.span.kind') = 'AGENT'
+                           OR agent_attr(x, 'gen_ai.operation.name') = 'invoke_agent' THEN "name" END,
                     -- a LangGraph node is the agent of the calls made inside it: OpenInference keeps
                     -- LangChain's run metadata as JSON text in `metadata` (on the node's span and on
                     -- the LLM span itself), OpenLLMetry as association properties, LangSmith flat
-                    x[7], x[8], CASE WHEN lg THEN json_extract_string(try_cast(x[9] AS JSON), '$.langgraph_node') END) AS agent
+                    agent_attr(x, 'traceloop.association.properties.langgraph_node'),
+                    agent_attr(x, 'langsmith.metadata.langgraph_node'),
+                    CASE WHEN lg THEN json_extract_string(try_cast(agent_attr(x, 'metadata') AS JSON), '$.langgraph_node') END) AS agent
     FROM (SELECT s.trace_id, s.span_id, s.parent_span_id, s."name",
                  contains(CAST(s.attributes AS VARCHAR), 'langgraph_node') AS lg,
-                 -- one parse of the attributes for every value read here
-                 json_extract_string(s.attributes, ['$."gen_ai.agent.name"', '$."agent.name"', '$."traceloop.span.kind"',
-                     '$."traceloop.entity.name"', '$."openinference.span.kind"', '$."gen_ai.operation.name"',
-                     '$."traceloop.association.properties.langgraph_node"', '$."langsmith.metadata.langgraph_node"',
-                     '$."metadata"']) AS x
+                 attr_values(s.attributes, agent_attribute_keys()) AS x  -- one parse; read by name (agent_attr)
           FROM spans AS s SEMI JOIN calls AS c ON c.trace_id = s.trace_id)
 ),
 walk(trace_id, call_span_id, span_id, depth) AS (

@@ -1,4 +1,5 @@
--- tool_calls: one row per tool execution (DESIGN §4).
+-- name: tool_calls
+-- One row per tool execution (DESIGN §4).
 -- From tool spans: GenAI execute_tool (gen_ai.operation.name / span name), OpenInference TOOL,
 -- traceloop.span.kind = tool, LangSmith tool runs, Vercel ai.toolCall. llm_span_id is the LLM call
 -- whose output asked for it: by tool_call_id, else the last call of the trace that ended before

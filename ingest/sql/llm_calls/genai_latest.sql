@@ -1,4 +1,5 @@
--- llm_calls/genai_latest: OTel GenAI semconv >= 1.37: gen_ai.input.messages, gen_ai.output.messages,
+-- name: llm_calls_genai_latest
+-- OTel GenAI semconv >= 1.37: gen_ai.input.messages, gen_ai.output.messages,
 -- gen_ai.system_instructions, gen_ai.tool.definitions as JSON (strings on spans with
 -- OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental + content SPAN_ONLY; structured values in
 -- the gen_ai.client.inference.operation.details log event). OpenLLMetry >= 0.55 writes the same.

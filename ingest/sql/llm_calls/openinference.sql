@@ -1,4 +1,5 @@
--- llm_calls/openinference: Arize OpenInference LLM spans (openinference.span.kind = LLM) with the
+-- name: llm_calls_openinference
+-- Arize OpenInference LLM spans (openinference.span.kind = LLM) with the
 -- flattened llm.input_messages.{i}.message.{role,content,contents.{j}...,tool_call_id,
 -- tool_calls.{k}.tool_call.{id,function.name,function.arguments}}, llm.output_messages.{i}...,
 -- llm.tools.{i}.tool.json_schema, llm.token_count.*, llm.model_name, llm.invocation_parameters.

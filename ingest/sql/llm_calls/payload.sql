@@ -1,4 +1,5 @@
--- llm_calls/payload: LLM spans that carry the whole request / response BODY as JSON instead of
+-- name: llm_calls_payload
+-- LLM spans that carry the whole request / response BODY as JSON instead of
 -- flattened messages, for the instrumentations no other convention file reads:
 --   openinference  OpenInference LLM spans with only input.value / output.value (e.g. with
 --                  OPENINFERENCE_HIDE_INPUT_MESSAGES, or instrumentations that write no llm.input_messages)
