@@ -26,6 +26,14 @@ CREATE OR REPLACE MACRO agent_attribute_keys() AS [
     'metadata'];
 CREATE OR REPLACE MACRO agent_attr(x, k) AS attr_value(x, agent_attribute_keys(), k);
 
+-- The attributes llm_calls/genai_latest.sql reads on a span, a log record or a span event.
+CREATE OR REPLACE MACRO latest_attribute_keys() AS [
+    'gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.system_instructions', 'gen_ai.tool.definitions',
+    'gen_ai.openai.api_base', 'gen_ai.response.finish_reasons'];
+CREATE OR REPLACE MACRO latest_attr(x, k) AS attr_value(x, latest_attribute_keys(), k);
+-- ... as JSON (the content values are JSON text on spans, structured values on events: both read the same)
+CREATE OR REPLACE MACRO latest_json(x, k) AS try_cast(latest_attr(x, k) AS JSON);
+
 -- A JSON value that may be JSON text inside a string (attributes are strings in Python SDKs).
 CREATE OR REPLACE MACRO json_or_text(j) AS CASE
     WHEN j IS NULL THEN NULL

@@ -75,8 +75,8 @@ CREATE MACRO otlp_value5(v) AS CASE WHEN otlp_is_nested(v) THEN otlp_open(v) || 
     ELSE otlp_scalar(v) END;
 -- KeyValue list -> JSON object {key: plain value}. The text is checked once; a list that does
 -- not make a valid object (null keys, odd values) is kept as its raw key/value list.
--- Span, resource, event and link attributes hold scalars and arrays of scalars (an SDK cannot set
--- more), so two levels (one for resource/event/link) are plenty; nested log attributes go through otlp_any_json (any depth), log bodies get five (a gen_ai.choice
+-- Span, resource and link attributes hold scalars and arrays of scalars (an SDK cannot set
+-- more), so two levels (one for resource/link) are plenty; nested log-record and span-event attributes go through otlp_any_json (any depth), log bodies get five (a gen_ai.choice
 -- body is kvlist > kvlist > array > kvlist > kvlist). Each level costs DuckDB binding time.
 CREATE MACRO otlp_attrs(kvs) AS CASE
     WHEN kvs IS NULL OR len(kvs) = 0 THEN '{}'::JSON

@@ -20,7 +20,7 @@ SELECT
     nullif(b.scope."version", '') AS scope_version,
     otlp_attrs(b.sp.attributes) AS attributes,
     to_json(list_transform(coalesce(b.sp.events, []), lambda e: {
-        'time_ns': otlp_ns(e.timeUnixNano), 'name': e."name", 'attributes': otlp_attrs_flat(e.attributes)})) AS events,
+        'time_ns': otlp_ns(e.timeUnixNano), 'name': e."name", 'attributes': otlp_attrs_deep(e.attributes)})) AS events,
     to_json(list_transform(coalesce(b.sp.links, []), lambda l: {
         'trace_id': otlp_id(l.traceId, 16), 'span_id': otlp_id(l.spanId, 8),
         'attributes': otlp_attrs_flat(l.attributes)})) AS links,
