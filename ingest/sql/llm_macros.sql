@@ -34,6 +34,43 @@ CREATE OR REPLACE MACRO latest_attr(x, k) AS attr_value(x, latest_attribute_keys
 -- ... as JSON (the content values are JSON text on spans, structured values on events: both read the same)
 CREATE OR REPLACE MACRO latest_json(x, k) AS try_cast(latest_attr(x, k) AS JSON);
 
+-- llm_calls/payload.sql: the attributes it reads, and the JSON paths into request bodies, response
+-- bodies and messages; each list is parsed once per value and read back by name (the path is the name).
+CREATE OR REPLACE MACRO attr_json_values(a, keys) AS json_extract(a, list_transform(keys, lambda k: '$."' || k || '"'));
+CREATE OR REPLACE MACRO payload_attribute_keys() AS [
+    'openinference.span.kind', 'input.value', 'output.value', 'langfuse.observation.type',
+    'langfuse.observation.input', 'langfuse.observation.output', 'langfuse.observation.model.name',
+    'langfuse.observation.model.parameters', 'langfuse.observation.usage_details', 'mlflow.spanType',
+    'mlflow.spanInputs', 'mlflow.spanOutputs', 'mlflow.chat.tools', 'mlflow.chat.tokenUsage',
+    'mlflow.llm.model', 'mlflow.llm.provider', 'gcp.vertex.agent.llm_request',
+    'gcp.vertex.agent.llm_response', 'events', 'llm.model_name', 'model_request_parameters'];
+CREATE OR REPLACE MACRO payload_attr(x, k) AS attr_value(x, payload_attribute_keys(), k);
+CREATE OR REPLACE MACRO request_paths() AS [
+    '$.messages', '$.contents', '$.input', '$.prompt', '$.system', '$.instructions',
+    '$.config.system_instruction', '$.config.systemInstruction', '$.system_instruction',
+    '$.systemInstruction', '$.tools', '$.config.tools', '$.temperature', '$.config.temperature',
+    '$.generationConfig.temperature', '$.generation_config.temperature', '$.model'];
+CREATE OR REPLACE MACRO req(x, p) AS attr_value(x, request_paths(), p);
+CREATE OR REPLACE MACRO response_paths() AS [
+    '$.choices[0].message', '$.choices[0].text', '$.candidates[0].content', '$.output',
+    '$.generations[0][0]', '$.generations[0][0].message', '$.message', '$.content', '$.role', '$.tool_calls',
+    '$.parts', '$.choices[0].finish_reason', '$.stop_reason', '$.candidates[0].finish_reason',
+    '$.candidates[0].finishReason', '$.finish_reason', '$.finishReason', '$.usage.prompt_tokens',
+    '$.usage.input_tokens', '$.usage_metadata.prompt_token_count', '$.usageMetadata.promptTokenCount',
+    '$.usage.completion_tokens', '$.usage.output_tokens', '$.usage_metadata.candidates_token_count',
+    '$.usageMetadata.candidatesTokenCount', '$.id', '$.response_id', '$.responseId', '$.model',
+    '$.model_version', '$.modelVersion'];
+CREATE OR REPLACE MACRO resp(x, p) AS attr_value(x, response_paths(), p);
+CREATE OR REPLACE MACRO message_paths() AS [
+    '$.role', '$.type', '$.parts', '$.content', '$.lc', '$.id[#-1]', '$.kwargs.content', '$.text',
+    '$.kwargs.tool_calls', '$.tool_calls', '$.kwargs.tool_call_id', '$.tool_call_id', '$.id'];
+CREATE OR REPLACE MACRO msg(x, p) AS attr_value(x, message_paths(), p);
+
+-- tool_calls.sql: the attributes that mark a tool span.
+CREATE OR REPLACE MACRO tool_kind_keys() AS ['gen_ai.operation.name', 'openinference.span.kind', 'traceloop.span.kind',
+                                            'langsmith.span.kind'];
+CREATE OR REPLACE MACRO tool_kind(x, k) AS attr_value(x, tool_kind_keys(), k);
+
 -- A JSON value that may be JSON text inside a string (attributes are strings in Python SDKs).
 CREATE OR REPLACE MACRO json_or_text(j) AS CASE
     WHEN j IS NULL THEN NULL
