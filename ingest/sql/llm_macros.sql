@@ -41,7 +41,7 @@ CREATE OR REPLACE MACRO payload_attribute_keys() AS [
     'openinference.span.kind', 'input.value', 'output.value', 'langfuse.observation.type',
     'langfuse.observation.input', 'langfuse.observation.output', 'langfuse.observation.model.name',
     'langfuse.observation.model.parameters', 'langfuse.observation.usage_details', 'mlflow.spanType',
-    'mlflow.spanInputs', 'mlflow.spanOutputs', 'mlflow.chat.tools', 'mlflow.chat.tokenUsage',
+    'mlflow.spanInputs', 'mlflow.spanOutputs', 'mlflow.chat.messages', 'mlflow.chat.tools', 'mlflow.chat.tokenUsage',
     'mlflow.llm.model', 'mlflow.llm.provider', 'gcp.vertex.agent.llm_request',
     'gcp.vertex.agent.llm_response', 'events', 'llm.model_name', 'model_request_parameters'];
 CREATE OR REPLACE MACRO payload_attr(x, k) AS attr_value(x, payload_attribute_keys(), k);
@@ -70,6 +70,15 @@ CREATE OR REPLACE MACRO msg(x, p) AS attr_value(x, message_paths(), p);
 CREATE OR REPLACE MACRO tool_kind_keys() AS ['gen_ai.operation.name', 'openinference.span.kind', 'traceloop.span.kind',
                                             'langsmith.span.kind'];
 CREATE OR REPLACE MACRO tool_kind(x, k) AS attr_value(x, tool_kind_keys(), k);
+
+-- An OpenInference LLM span whose flattened messages lose what its request body (input.value) keeps,
+-- tested on the attributes text: openinference-instrumentation-anthropic flattens tool_use blocks
+-- without their ids and tool_result blocks as plain user text, and leaves out `system`
+-- (_get_llm_input_messages); any flattened tool call without an id has lost the link to its result.
+-- Such a span is read from its body (llm_calls/payload.sql) first.
+CREATE OR REPLACE MACRO openinference_lossy(t) AS contains(t, '"input.value"') AND (
+    contains(t, '"llm.provider":"anthropic"') OR contains(t, '"llm.system":"anthropic"')
+    OR (contains(t, '.tool_call.function.name"') AND NOT contains(t, '.tool_call.id"')));
 
 -- A JSON value that may be JSON text inside a string (attributes are strings in Python SDKs).
 CREATE OR REPLACE MACRO json_or_text(j) AS CASE

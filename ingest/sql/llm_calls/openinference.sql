@@ -27,5 +27,6 @@ SELECT trace_id, span_id, 'openinference' AS convention,
        try_cast(json_extract(a, '$."llm.token_count.completion"') AS BIGINT) AS output_tokens,
        try_cast(json_extract(json_or_text(json_extract(a, '$."llm.invocation_parameters"')), '$.temperature') AS DOUBLE) AS temperature,
        json_extract_string(json_or_text(json_extract(a, '$."output.value"')), '$.id') AS response_id,
-       3 AS priority
+       -- after the body's row (payload.sql, 6) when flattening lost tool-call ids or the system prompt
+       CASE WHEN openinference_lossy(CAST(a AS VARCHAR)) THEN 7 ELSE 3 END AS priority
 FROM msgs

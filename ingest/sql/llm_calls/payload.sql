@@ -6,6 +6,7 @@
 --   langfuse       Langfuse OTel SDK v3 generations: langfuse.observation.{type, input, output,
 --                  model.name, model.parameters, usage_details}
 --   mlflow         MLflow tracing: mlflow.spanType CHAT_MODEL | LLM, mlflow.spanInputs / spanOutputs,
+--                  mlflow.chat.messages (2.x: the standardised conversation, preferred when present),
 --                  mlflow.chat.tools, mlflow.chat.tokenUsage, mlflow.llm.model/provider when present (values
 --                  JSON-encoded)
 --   google_adk     Google ADK call_llm spans: gcp.vertex.agent.llm_request / llm_response (Gemini
@@ -26,9 +27,11 @@ WITH cand AS (
            OR contains(CAST(attributes AS VARCHAR), '"langfuse.observation.type"')
            OR contains(CAST(attributes AS VARCHAR), '"mlflow.spanInputs"') OR contains(CAST(attributes AS VARCHAR), '"gcp.vertex.agent.llm_request"')
            OR contains(CAST(attributes AS VARCHAR), '"events"'))
-      -- messages given by another convention: openinference, genai_latest / openllmetry >= 0.55,
-      -- openllmetry <= 0.54 and langsmith, vercel_ai, logfire
-      AND NOT contains(CAST(attributes AS VARCHAR), '"llm.input_messages.') AND NOT contains(CAST(attributes AS VARCHAR), '"llm.output_messages.')
+      -- messages given by another convention: openinference (unless its flattening lost what the body
+      -- keeps: openinference_lossy), genai_latest / openllmetry >= 0.55, openllmetry <= 0.54 and
+      -- langsmith, vercel_ai, logfire
+      AND (NOT (contains(CAST(attributes AS VARCHAR), '"llm.input_messages.') OR contains(CAST(attributes AS VARCHAR), '"llm.output_messages.'))
+           OR openinference_lossy(CAST(attributes AS VARCHAR)))
       AND NOT contains(CAST(attributes AS VARCHAR), '"gen_ai.input.messages"') AND NOT contains(CAST(attributes AS VARCHAR), '"gen_ai.output.messages"')
       AND NOT contains(CAST(attributes AS VARCHAR), '"gen_ai.prompt') AND NOT contains(CAST(attributes AS VARCHAR), '"gen_ai.completion')
       AND NOT contains(CAST(attributes AS VARCHAR), '"ai.prompt.messages"') AND NOT contains(CAST(attributes AS VARCHAR), '"request_data"')
@@ -48,15 +51,32 @@ kinds AS (  -- which source the span is a call of (NULL: not a call, e.g. a CHAI
               END AS source
     FROM src
 ),
+mlflow_chats AS (  -- MLflow's standardised conversation (mlflow.chat.messages, set_span_chat_messages: the
+            -- input messages, then the output message appended once the call returned): when present
+            -- it is the request's messages, and its last assistant message the response (MLflow 2.x
+            -- CHAT_MODEL spans whose inputs are not a chat body, e.g. a traced function's arguments)
+    SELECT *, CASE WHEN json_array_length(cm) > 0 THEN json_extract(cm, '$[*]') END AS cm_list,
+           coalesce(json_extract_string(cm, '$[#-1].role') = 'assistant' AND mlflow_out IS NOT NULL, false) AS cm_has_output
+    FROM (SELECT *, CASE WHEN source = 'mlflow' THEN json_or_text(payload_attr(v, 'mlflow.chat.messages')) END AS cm,
+                 json_or_text(payload_attr(v, 'mlflow.spanOutputs')) AS mlflow_out
+          FROM kinds)
+),
 bodies AS (  -- one row per call: its request body, response body and the source's extras
     SELECT trace_id, span_id, source,
            CASE source WHEN 'openinference' THEN json_or_text(payload_attr(v, 'input.value')) WHEN 'langfuse' THEN json_or_text(payload_attr(v, 'langfuse.observation.input'))
-                       WHEN 'mlflow' THEN json_or_text(payload_attr(v, 'mlflow.spanInputs')) WHEN 'google_adk' THEN json_or_text(payload_attr(v, 'gcp.vertex.agent.llm_request'))
+                       WHEN 'mlflow' THEN CASE WHEN cm_list IS NULL THEN json_or_text(payload_attr(v, 'mlflow.spanInputs'))
+                           ELSE json_merge_patch(coalesce(CASE WHEN json_type(json_or_text(payload_attr(v, 'mlflow.spanInputs'))) = 'OBJECT'
+                                                               THEN json_or_text(payload_attr(v, 'mlflow.spanInputs')) END, '{}'),
+                                                 json_object('messages', to_json(CASE WHEN cm_has_output THEN cm_list[1:-2] ELSE cm_list END))) END
+                       WHEN 'google_adk' THEN json_or_text(payload_attr(v, 'gcp.vertex.agent.llm_request'))
                        -- pydantic-ai v1: the request is the input events as a message list
                        ELSE to_json(list_filter(json_extract(json_or_text(payload_attr(v, 'events')), '$[*]'),
                                                 lambda e: json_extract_string(e, '$."event.name"') <> 'gen_ai.choice')) END AS rq,
            CASE source WHEN 'openinference' THEN json_or_text(payload_attr(v, 'output.value')) WHEN 'langfuse' THEN json_or_text(payload_attr(v, 'langfuse.observation.output'))
-                       WHEN 'mlflow' THEN json_or_text(payload_attr(v, 'mlflow.spanOutputs')) WHEN 'google_adk' THEN json_or_text(payload_attr(v, 'gcp.vertex.agent.llm_response'))
+                       WHEN 'mlflow' THEN CASE WHEN NOT cm_has_output THEN mlflow_out
+                           WHEN json_type(mlflow_out) = 'OBJECT' THEN json_merge_patch(mlflow_out, json_object('message', cm_list[-1]))
+                           ELSE json_object('message', cm_list[-1]) END
+                       WHEN 'google_adk' THEN json_or_text(payload_attr(v, 'gcp.vertex.agent.llm_response'))
                        -- the response is the gen_ai.choice event's message
                        ELSE list_filter(json_extract(json_or_text(payload_attr(v, 'events')), '$[*]'),
                                         lambda e: json_extract_string(e, '$."event.name"') = 'gen_ai.choice')[1] -> '$.message' END AS rs,
@@ -68,7 +88,7 @@ bodies AS (  -- one row per call: its request body, response body and the source
                        WHEN 'mlflow' THEN json_extract_string(json_or_text(payload_attr(v, 'mlflow.llm.model')), '$') END AS attr_model,
            CASE source WHEN 'mlflow' THEN json_extract_string(json_or_text(payload_attr(v, 'mlflow.llm.provider')), '$') END AS attr_provider,
            6 AS priority
-    FROM kinds WHERE source IS NOT NULL
+    FROM mlflow_chats WHERE source IS NOT NULL
 ),
 parsed AS MATERIALIZED (  -- q, r: every value read from the request / response body, one parse each (req, resp)
     SELECT *,
