@@ -14,8 +14,9 @@ import duckdb
 from spanrl.sqlfiles import SqlFiles, sql_literal
 
 # Registration order matters: later views read earlier ones.
-VIEW_ORDER = ["spans", "logs", "llm_calls", "tool_calls"]
-CALL_VIEWS = ("llm_calls", "tool_calls")  # the views the snapshot builder materialises itself
+VIEW_ORDER = ["spans", "logs", "llm_calls", "tool_calls", "coverage"]
+# the views over LLM calls, which the snapshot builder creates itself (llm_calls/tool_calls as tables)
+CALL_VIEWS = ("llm_calls", "tool_calls", "coverage")
 
 # The conventions registry: one file ingest/sql/llm_calls/<name>.sql per entry, each registered as
 # view llm_calls_<name> and stacked (UNION ALL BY NAME) into _llm_call_conventions, which
