@@ -23,7 +23,7 @@ from spanrl.transitions.schema import TRANSITION_SCHEMA
 from spanrl.transitions.snapshot import read_snapshot, write_snapshot
 from tests.helpers.tiny_model import make_tiny_model
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _port_open(port: int) -> bool:
