@@ -11,6 +11,8 @@ from pathlib import Path
 
 import duckdb
 
+from spanrl.ingest.mapped import load_mapped_conventions, register_mapped
+from spanrl.options import find_config_file
 from spanrl.sqlfiles import SqlFiles, sql_literal
 
 # Registration order matters: later views read earlier ones.
@@ -49,7 +51,8 @@ def lake_glob(lake: Path, table: str) -> str | None:
     return str(folder / "*" / "*.parquet")
 
 
-def connect(data: Path, read_only: bool = True, call_views: bool = True) -> duckdb.DuckDBPyConnection:
+def connect(data: Path, read_only: bool = True, call_views: bool = True,
+            config_file: Path | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with the lake tables and stage 1's views registered.
 
     Stage 2's views (rewards, rollouts) are registered by ``spanrl.transitions``; the connection that
@@ -57,7 +60,8 @@ def connect(data: Path, read_only: bool = True, call_views: bool = True) -> duck
     themselves: the snapshot builder creates those once, as temp tables, from the same SQL files
     (creating a view binds its whole SQL, and binding ``llm_calls`` is a fixed ~0.2 s cost).
 
-    With ``read_only`` the connection is locked down at once (``lock_down``); a caller that registers
+    ``config_file`` (default: ``DATA/spanrl.toml`` or ``./spanrl.toml``) may add ``[[conventions]]``
+    mappings to the registry. With ``read_only`` the connection is locked down at once (``lock_down``); a caller that registers
     more views first passes ``read_only=False`` and locks it itself.
     """
     lake = Path(data) / "lake"
@@ -71,11 +75,11 @@ def connect(data: Path, read_only: bool = True, call_views: bool = True) -> duck
             con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet("
                         f"{sql_literal(glob)}, hive_partitioning = true, union_by_name = true)")
     con.execute(read_sql("llm_macros"))
+    mapped = load_mapped_conventions(find_config_file(Path(data), config_file), LLM_CONVENTIONS)
+    register_conventions(con, mapped)
     for name in VIEW_ORDER[2:]:
         if call_views or name not in CALL_VIEWS:
             register_view(con, name)
-        elif name == "llm_calls":
-            register_conventions(con)
     if read_only:
         lock_down(con, data)
     return con
@@ -90,10 +94,11 @@ def lock_down(con: duckdb.DuckDBPyConnection, data: Path) -> None:
     con.execute("SET lock_configuration = true")
 
 
-def register_conventions(con: duckdb.DuckDBPyConnection) -> None:
+def register_conventions(con: duckdb.DuckDBPyConnection, mapped: list[dict] | None = None) -> None:
     """``_llm_spans`` (the cheap pre-filter every convention reads), one view ``llm_calls_<name>``
-    per registered convention, and ``_llm_call_conventions``, their stack, which ``llm_calls.sql``
-    reads. The stack is built from the registry, so a registered convention is never left out."""
+    per registered convention and per ``[[conventions]]`` mapping (``mapped``, ingest/mapped.py),
+    and ``_llm_call_conventions``, their stack, which ``llm_calls.sql`` reads. The stack is built
+    from the registry, so a registered convention is never left out."""
     con.execute(f"CREATE OR REPLACE VIEW _llm_spans AS {read_sql('llm_spans')}")
     views = []
     for conv in LLM_CONVENTIONS:
@@ -102,15 +107,15 @@ def register_conventions(con: duckdb.DuckDBPyConnection) -> None:
                                f"ingest/sql/llm_calls/{conv}.sql does not exist")
         con.execute(f"CREATE OR REPLACE VIEW llm_calls_{conv} AS {read_sql(f'llm_calls/{conv}')}")
         views.append(f"llm_calls_{conv}")
+    views += register_mapped(con, mapped or [], read_sql)
     # internal identifiers only (registry names, checked by tests/ingest/test_registry.py)
     stack = " UNION ALL BY NAME ".join(f"SELECT * FROM {v}" for v in views)
     con.execute(f"CREATE OR REPLACE VIEW _llm_call_conventions AS {stack}")
 
 
 def register_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    """Create view ``name`` from ``ingest/sql/<name>.sql`` if that file exists (True when it did)."""
-    if name == "llm_calls":
-        register_conventions(con)
+    """Create view ``name`` from ``ingest/sql/<name>.sql`` if that file exists (True when it did);
+    ``llm_calls`` reads the conventions ``register_conventions`` registered first."""
     if not sql_exists(name):
         return False
     con.execute(f"CREATE OR REPLACE VIEW {name} AS {read_sql(name)}")

@@ -73,7 +73,7 @@ def build_transitions(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None =
 
 def open_lake(cfg: IngestConfig) -> duckdb.DuckDBPyConnection:
     """Stage 1's views over the lake, with the memory limit and stage 1's spill folder."""
-    con = connect(cfg.data, read_only=False, call_views=False)  # stage 2 creates them as tables
+    con = connect(cfg.data, read_only=False, call_views=False, config_file=cfg.config_file)  # stage 2 creates them as tables
     spill = Path(cfg.data) / "lake" / "_tmp"
     spill.mkdir(parents=True, exist_ok=True)
     con.execute(f"SET memory_limit = {sql_literal(cfg.memory_limit)}")

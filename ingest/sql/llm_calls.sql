@@ -15,6 +15,7 @@ WITH RECURSIVE conv AS MATERIALIZED (  -- every registered convention's rows (vi
 members AS (
     SELECT c.trace_id, c.span_id, c.convention, c.priority, c.input_messages, c.output_message, c.tools,
            c.provider, c.model, c.finish_reason, c.input_tokens, c.output_tokens, c.temperature, c.response_id,
+           c.prompt_token_ids AS conv_prompt_ids, c.response_token_ids AS conv_response_ids,
            s.parent_span_id, s.start_ns, s.end_ns, s.service_name, s.kind, s.status_code, s.attributes AS a,
            attr_values(s.attributes, call_attribute_keys()) AS x  -- one parse; read by name (call_attr)
     FROM conv AS c JOIN spans AS s ON s.trace_id = c.trace_id AND s.span_id = c.span_id
@@ -55,8 +56,8 @@ single AS (  -- the common case, a call captured once: its member's row as it is
     SELECT g.trace_id, g.span_id, g.parent_span_id, g.start_ns, g.end_ns, g.service_name, g.convention,
            g.m_provider AS provider, g.m_model AS model, g.input_messages, g.output_message, g.tools,
            g.m_finish AS finish_reason, g.m_input_tokens AS input_tokens, g.m_output_tokens AS output_tokens,
-           attr_int_list(g.token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids') AS prompt_token_ids,
-           attr_int_list(g.token_attrs, 'spanrl.response_token_ids', 'response_token_ids') AS response_token_ids,
+           coalesce(g.conv_prompt_ids, attr_int_list(g.token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids')) AS prompt_token_ids,
+           coalesce(g.conv_response_ids, attr_int_list(g.token_attrs, 'spanrl.response_token_ids', 'response_token_ids')) AS response_token_ids,
            try_cast(json_or_text(json_extract(g.token_attrs, '$."spanrl.response_logprobs"')) AS FLOAT[]) AS response_logprobs,
            g.m_temperature AS temperature, g.rid AS response_id, g.status_code
     FROM grouped AS g JOIN group_sizes AS z ON z.trace_id = g.trace_id AND z.call_key = g.call_key
@@ -78,8 +79,8 @@ multi AS (  -- a call seen twice or more: the best-ranked member, filled in from
            coalesce(arg_min(m_finish, rank_key), any_value(m_finish)) AS finish_reason,
            coalesce(arg_min(m_input_tokens, rank_key), any_value(m_input_tokens)) AS input_tokens,
            coalesce(arg_min(m_output_tokens, rank_key), any_value(m_output_tokens)) AS output_tokens,
-           any_value(attr_int_list(token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids')) AS prompt_token_ids,
-           any_value(attr_int_list(token_attrs, 'spanrl.response_token_ids', 'response_token_ids')) AS response_token_ids,
+           coalesce(any_value(conv_prompt_ids), any_value(attr_int_list(token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids'))) AS prompt_token_ids,
+           coalesce(any_value(conv_response_ids), any_value(attr_int_list(token_attrs, 'spanrl.response_token_ids', 'response_token_ids'))) AS response_token_ids,
            any_value(try_cast(json_or_text(json_extract(token_attrs, '$."spanrl.response_logprobs"')) AS FLOAT[])) AS response_logprobs,
            coalesce(arg_min(m_temperature, rank_key), any_value(m_temperature)) AS temperature,
            any_value(rid) AS response_id,
