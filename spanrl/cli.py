@@ -74,8 +74,9 @@ def _register() -> None:
     from spanrl.serve.cli import serve
     from spanrl.trainer.cli import train
     from spanrl.transitions.cli import transitions
+    from spanrl.ui.cli import ui
 
-    for command in (collector, ingest, transitions, sql, train, serve, demo, report):
+    for command in (collector, ingest, transitions, sql, train, serve, demo, report, ui):
         cli.add_command(command)
 
 

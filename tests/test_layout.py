@@ -22,6 +22,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "trainer": {"transitions"},
     "serve": {"trainer"},
     "demo": {"collector", "ingest", "transitions", "query", "trainer", "serve"},
+    # the trajectory browser reads the lake (query), snapshots, the cycle log and the demo's report history
+    "ui": {"ingest", "transitions", "query", "trainer", "demo"},
 }
 STAGES = set(MAY_IMPORT)
 SHARED = {"spanrl.errors", "spanrl.options", "spanrl.sqlfiles", "spanrl.publish", "spanrl"}
