@@ -168,7 +168,7 @@ async def login_page(request: web.Request) -> web.StreamResponse:
 
 
 async def logout(request: web.Request) -> web.StreamResponse:
-    response = web.HTTPSeeOther("/login")
+    response = web.Response(status=303, headers={"Location": "/login"})
     response.del_cookie("spanrl_ui", path="/")
     return response
 

@@ -61,6 +61,6 @@ async def login_check(request: web.Request, token: str) -> web.StreamResponse | 
     given = str(form.get("token", ""))
     if not hmac.compare_digest(given.encode(), token.encode()):
         return None
-    response = web.HTTPSeeOther(safe_next(str(form.get("next", "/"))))
+    response = web.Response(status=303, headers={"Location": safe_next(str(form.get("next", "/")))})
     response.set_cookie(COOKIE, session_value(token), httponly=True, samesite="Strict", path="/")
     return response

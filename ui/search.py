@@ -70,8 +70,8 @@ class SearchJob:
             if lo is None or not rows:
                 self.chunks, self.state = 0, "done"
                 return
-            step = max(1, (hi + 1 - lo) // CHUNKS + 1)
-            for i in range(CHUNKS):
+            step = max(1, (hi + 1 - lo) // self.chunks + 1)
+            for i in range(self.chunks):
                 if self._cancel.is_set():
                     self.state = "cancelled"
                     return
@@ -98,8 +98,9 @@ class SearchJob:
 class Searches:
     """The running and finished searches of this server, by (text, lake version)."""
 
-    def __init__(self, data: Path) -> None:
+    def __init__(self, data: Path, chunks: int = CHUNKS) -> None:
         self.data = Path(data)
+        self.chunks = chunks
         self._jobs: dict[tuple[str, tuple], SearchJob] = {}
         self._lock = threading.Lock()
 
@@ -113,7 +114,7 @@ class Searches:
                 return job
             if not start:
                 return None
-            job = SearchJob(text.strip(), version)
+            job = SearchJob(text.strip(), version, chunks=self.chunks)
             self._jobs[key] = job
             while len(self._jobs) > KEEP_JOBS:
                 oldest = next(iter(self._jobs))
