@@ -90,6 +90,8 @@ async def index(request: web.Request) -> web.StreamResponse:
 
 async def rollouts(request: web.Request) -> web.StreamResponse:
     flt = RolloutFilter.from_query(request.query)
+    if any(v == "" for v in request.query.values()):  # the filter form sends every field: share the short URL
+        raise web.HTTPFound(flt.url())
     ctx = await in_thread(pages.rollouts_view, request.app[LAKE], request.app[SEARCHES], flt,
                           run_search=request.query.get("run") == "1")
     return render(request, "rollouts.html", **ctx)

@@ -10,7 +10,7 @@ import math
 from html import escape
 
 W, H = 520, 240
-LEFT, RIGHT, TOP, BOTTOM = 56, 14, 28, 36
+LEFT, RIGHT, TOP, BOTTOM = 56, 14, 46, 36
 
 
 def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -45,8 +45,10 @@ def line_chart(title: str, xs: list[int], series: list[tuple[str, list[float | N
     x0, x1 = min(xs), max(xs)
     span = max(x1 - x0, 1)
 
+    pad = (W - LEFT - RIGHT) / (2 * len(xs))  # half a slot each side: bars and end points stay inside
+
     def px(x: float) -> float:
-        return LEFT + (x - x0) / span * (W - LEFT - RIGHT) if x1 > x0 else (LEFT + W - RIGHT) / 2
+        return LEFT + pad + (x - x0) / span * (W - LEFT - RIGHT - 2 * pad) if x1 > x0 else (LEFT + W - RIGHT) / 2
 
     def py(y: float) -> float:
         return TOP + (hi - y) / (hi - lo) * (H - TOP - BOTTOM)
@@ -62,7 +64,7 @@ def line_chart(title: str, xs: list[int], series: list[tuple[str, list[float | N
     if y_label:
         out.append(f'<text class="axis-label" x="12" y="{(TOP + H - BOTTOM) / 2}" text-anchor="middle" '
                    f'transform="rotate(-90 12 {(TOP + H - BOTTOM) / 2})">{escape(y_label)}</text>')
-    bar_w = max(4.0, (W - LEFT - RIGHT) / max(len(xs), 1) * 0.5)
+    bar_w = max(4.0, pad)
     for i, (label, ys) in enumerate(series):
         pts = [(px(x), py(y), x, y) for x, y in zip(xs, ys, strict=True) if y is not None and not math.isnan(y)]
         if bars and i == 0:
@@ -79,8 +81,8 @@ def line_chart(title: str, xs: list[int], series: list[tuple[str, list[float | N
                        f'<title>{escape(label)} cycle {cx}: {_fmt(cy)}</title></circle>')
     lx = LEFT + 8
     for i, (label, _) in enumerate(series):
-        out.append(f'<rect class="swatch s{i}" x="{lx}" y="{TOP + 4}" width="10" height="10"/>'
-                   f'<text class="legend" x="{lx + 14}" y="{TOP + 13}">{escape(label)}</text>')
+        out.append(f'<rect class="swatch s{i}" x="{lx}" y="{TOP - 20}" width="10" height="10"/>'
+                   f'<text class="legend" x="{lx + 14}" y="{TOP - 11}">{escape(label)}</text>')
         lx += 22 + 7 * len(label)
     out.append("</svg>")
     return "".join(out)
