@@ -215,12 +215,13 @@ def snapshot_view(lake: Lake, snapshot_id: str, page: int) -> dict[str, Any]:
 def cycles_view(lake: Lake) -> dict[str, Any]:
     """Reward per cycle (train / held-out), loss, tokens, AIR hits, tool-error rate, as SVG charts."""
     history = lake.history()
+    rates: dict[str, float | None] = {}  # per snapshot: cycles that trained on the same one share it
     for row in history:
-        row["tool_error_rate"] = None
-        if row.get("snapshot_id"):
-            found = lake.rows("cycle_tool_errors", snapshot=row["snapshot_id"])[0]
-            if found["tool_runs"]:
-                row["tool_error_rate"] = found["tool_errors"] / found["tool_runs"]
+        sid = row.get("snapshot_id")
+        if sid and sid not in rates:
+            found = lake.rows("cycle_tool_errors", snapshot=sid)[0]
+            rates[sid] = found["tool_errors"] / found["tool_runs"] if found["tool_runs"] else None
+        row["tool_error_rate"] = rates.get(sid) if sid else None
     xs = [r["cycle"] for r in history]
 
     def col(key: str) -> list[float | None]:

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from spanrl.query import connect
 from spanrl.transitions import read_snapshot
 from spanrl.ui import Lake, make_app
 from spanrl.ui.auth import safe_next
@@ -31,8 +30,17 @@ def _with_client(lake: Lake, check: Callable[[TestClient], Awaitable[None]], tok
     asyncio.run(main())
 
 
-def _truth(data: Path, sql: str) -> list[tuple]:
-    return connect(data).execute(sql).fetchall()
+def _snapshot_rollouts(data: Path) -> dict[str, dict]:
+    """Per rollout of the LATEST snapshot (written by the builder, not read through the app): task,
+    final reward, calls with an AIR step reward. Every rollout of the test lake has a reward, so all
+    are in it."""
+    table, _ = read_snapshot(data)
+    out: dict[str, dict] = {}
+    for row in table.to_pylist():
+        r = out.setdefault(row["rollout_id"], {"task": row["task_id"], "reward": row["final_reward"], "air": []})
+        if row["step_reward"]:
+            r["air"].append(row)
+    return out
 
 
 def test_every_page_renders_with_security_headers(lake: Lake) -> None:
@@ -50,9 +58,11 @@ def test_every_page_renders_with_security_headers(lake: Lake) -> None:
 
 
 def test_rollout_filters_match_the_lake(lake: Lake) -> None:
-    weather = {r[0] for r in _truth(lake.data, "select rollout_id from rollouts where task_id = 'weather'")}
-    air = {r[0] for r in _truth(lake.data, "select distinct rollout_id from rewards where source = 'air'")}
-    high = _truth(lake.data, "select count(*), avg(final_reward) from rollouts where final_reward >= 0.5")[0]
+    truth = _snapshot_rollouts(lake.data)
+    weather = {k for k, r in truth.items() if r["task"] == "weather"}
+    air = {k for k, r in truth.items() if r["air"]}
+    rewards = [r["reward"] for r in truth.values() if r["reward"] >= 0.5]
+    high = (len(rewards), sum(rewards) / len(rewards))
     assert weather and air
 
     async def check(client: TestClient) -> None:
@@ -64,7 +74,7 @@ def test_rollout_filters_match_the_lake(lake: Lake) -> None:
         assert body["total"] == high[0] and body["reward_mean"] == pytest.approx(high[1])
         assert [r["final_reward"] for r in body["rows"]] == sorted(r["final_reward"] for r in body["rows"])
         body = await (await client.get("/api/rollouts?cycle=2")).json()  # cycle 2 trained on LATEST
-        assert body["total"] == len({r for r in read_snapshot(lake.data)[0]["rollout_id"].to_pylist()})
+        assert body["total"] == len(truth)
         resp = await client.get("/rollouts?reward_min=lots")
         assert resp.status == 400 and "reward_min=&#39;lots&#39; is not a number" in await resp.text()
         assert (await client.get("/rollouts?since=2000-01-01T00:00&until=2000-01-02")).status == 200
@@ -75,16 +85,14 @@ def test_rollout_filters_match_the_lake(lake: Lake) -> None:
 
 
 def test_rollout_page_shows_air_hit_and_advantages(lake: Lake) -> None:
-    table, _ = read_snapshot(lake.data)
-    steps = [r for r in table.to_pylist() if r["rollout_id"] == "ui-tool-error"]
-    hit = _truth(lake.data, "select name, target_span_id from rewards where rollout_id = 'ui-tool-error' and source = 'air'")
-    assert hit and hit[0][0] == "tool_error"
+    [step] = _snapshot_rollouts(lake.data)["ui-tool-error"]["air"]
+    _, manifest = read_snapshot(lake.data)
+    assert manifest["stats"]["air_hits_by_rule"] == {"tool_error": 1}
 
     async def check(client: TestClient) -> None:
         html = await (await client.get("/rollouts/ui-tool-error")).text()
-        call = html.split(f'id="call-{hit[0][1]}"')[1].split("</details>")[0]
+        call = html.split(f'id="call-{step["span_id"]}"')[1].split("</details>")[0]
         assert "AIR tool_error" in call and "rule <strong>tool_error</strong>" in call
-        step = next(s for s in steps if s["span_id"] == hit[0][1])
         assert f'advantage <span class="adv">{step["advantage"]:.3f}</span>' in call
         assert f"step reward {step['step_reward']:.3f}" in call
         assert 'class="badge err"' in html  # the failed tool span is marked in the timeline
