@@ -77,8 +77,9 @@ def _register() -> None:
     from spanrl.serve.cli import serve
     from spanrl.trainer.cli import train
     from spanrl.transitions.cli import transitions
+    from spanrl.ui.cli import ui
 
-    for command in (collector, ingest, transitions, sql, train, serve, demo, report, tasks, rollout, judge, export):
+    for command in (collector, ingest, transitions, sql, train, serve, demo, report, tasks, rollout, judge, export, ui):
         cli.add_command(command)
 
 
