@@ -22,6 +22,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from spanrl.ingest.anyvalue import register_any_json
 from spanrl.ingest.config import IngestConfig, describe_config_file
 from spanrl.ingest.decode import decode_to_json_lines
 from spanrl.ingest.scan import (
@@ -72,6 +73,7 @@ def open_work_connection(cfg: IngestConfig, tmp: Path) -> duckdb.DuckDBPyConnect
     con.execute("SET enable_progress_bar = false")
     if cfg.threads:
         con.execute(f"SET threads = {int(cfg.threads)}")
+    register_any_json(con)  # before otlp_types.sql: its otlp_attrs_deep macro calls it
     con.execute(read_sql("otlp_types"))
     return con
 

@@ -23,7 +23,7 @@ def connect(data: Path, stage2: bool = True) -> duckdb.DuckDBPyConnection:
     rewards/rollouts views (registering them costs a little; a query that names none skips them)."""
     con = open_guarded(data)
     try:
-        register_call_views(con)
+        register_call_views(con, data)
         if stage2:
             from spanrl.transitions.rollouts import register_lake_views
 

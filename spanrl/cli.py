@@ -71,14 +71,16 @@ def ingest(data: Path, settle: str | None, **flags) -> None:
 def _register() -> None:
     from spanrl.collector.cli import collector
     from spanrl.demo.cli import demo, report
+    from spanrl.export.cli import export
     from spanrl.judge.cli import judge
     from spanrl.query.cli import sql
     from spanrl.rollout.cli import rollout, tasks
     from spanrl.serve.cli import serve
     from spanrl.trainer.cli import train
     from spanrl.transitions.cli import transitions
+    from spanrl.ui.cli import ui
 
-    for command in (collector, ingest, transitions, sql, train, serve, demo, report, tasks, rollout, judge):
+    for command in (collector, ingest, transitions, sql, train, serve, demo, report, tasks, rollout, judge, export, ui):
         cli.add_command(command)
 
 

@@ -28,6 +28,7 @@ from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.load import lake_lock
 from spanrl.ingest.views import connect, sql_literal  # stage 1 owns the lake views
 from spanrl.transitions.air import rules_as_dicts
+from spanrl.transitions.coverage import content_coverage, coverage_hint
 from spanrl.transitions.credit import EPS, advantage_stats
 from spanrl.transitions.rollouts import _create, register_stage2
 from spanrl.transitions.snapshot import clean_stale_drafts, latest_manifest, open_snapshot, transitions_dir
@@ -86,7 +87,7 @@ def _build(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None) -> BuildRes
 
 def open_lake(cfg: IngestConfig) -> duckdb.DuckDBPyConnection:
     """Stage 1's views over the lake, with the memory limit and stage 1's spill folder."""
-    con = connect(cfg.data, read_only=False, call_views=False)  # stage 2 creates them as tables
+    con = connect(cfg.data, read_only=False, call_views=False, config_file=cfg.config_file)  # stage 2 creates them as tables
     spill = Path(cfg.data) / "lake" / "_tmp"
     spill.mkdir(parents=True, exist_ok=True)
     con.execute(f"SET memory_limit = {sql_literal(cfg.memory_limit)}")
@@ -182,6 +183,7 @@ def collect_stats(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
                FROM (SELECT rollout_id, task_id, any_value(final_reward) AS fr FROM transition_rows GROUP BY ALL)""")
     rows = one("SELECT count(*) FROM transition_rows")[0]
     tree = one("SELECT count(*) FILTER (WHERE orphan), count(*) FILTER (WHERE repaired) FROM _span_tree")
+    agents = one("SELECT count(agent_name), count(*) FILTER (WHERE ambiguous) FROM _agent_repairs")
     calls = one("""SELECT count(*), count(*) FILTER (WHERE c.output_message IS NULL)
                    FROM _rollout_calls c JOIN rollouts r USING (rollout_id) WHERE r.complete""")
     times = one("""SELECT min(started_ns), max(ended_ns) FROM rollouts
@@ -196,6 +198,7 @@ def collect_stats(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         "reward": {"min": t[3], "max": t[4], "mean": t[5], "std": t[6]},
         "llm_calls_complete": calls[0], "llm_calls_without_response": calls[1],
         "orphan_spans": tree[0], "orphans_reattached": tree[1],
+        "agent_calls_repaired": agents[0], "agent_repairs_ambiguous": agents[1],
         "rewards_by_source": pairs("SELECT source, count(*) FROM rewards GROUP BY 1 ORDER BY 1"),
         "air_hits_by_rule": pairs("SELECT name, count(*) FROM _air_hits GROUP BY 1 ORDER BY 1"),
         "reward_mean_by_task": [
@@ -208,6 +211,8 @@ def collect_stats(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         "feedback_unknown_keys": len(unknown),
         "feedback_unknown": [u[0] for u in unknown[:20]],
         "min_time_ns": times[0], "max_time_ns": times[1],
+        "llm_calls": one("SELECT count(*) FROM llm_calls")[0],
+        "content_coverage": content_coverage(con),
     }
 
 
@@ -224,6 +229,7 @@ def print_summary(result: BuildResult) -> None:
     table.add_row("rollouts in snapshot", f"{s.get('rollouts', 0)} ({s.get('tasks', 0)} tasks; "
                   f"{s.get('rollouts_without_reward', 0)} without reward)")
     table.add_row("LLM calls -> transitions", f"{s.get('llm_calls_complete', 0)} -> {result.rows}")
+    table.add_row("LLM calls in the lake", str(s.get("llm_calls", 0)))
     table.add_row("rewards by source", _pairs(s.get("rewards_by_source", {})))
     table.add_row("AIR hits by rule", _pairs(s.get("air_hits_by_rule", {})))
     reward = s.get("reward", {})
@@ -238,13 +244,22 @@ def print_summary(result: BuildResult) -> None:
                       f"{adv['batch_fallback_rollouts']} rollouts on the batch baseline")
     if s.get("orphan_spans"):
         table.add_row("orphan spans re-attached", f"{s['orphans_reattached']} of {s['orphan_spans']}")
+    if s.get("agent_calls_repaired") or s.get("agent_repairs_ambiguous"):
+        table.add_row("agents by hierarchy repair",
+                      f"{s['agent_calls_repaired']} calls ({s['agent_repairs_ambiguous']} ambiguous, left without)")
     if s.get("config_changed"):
         table.add_row("stage-2 config changed", ", ".join(s["config_changed"])
                       + ": every rollout was rebuilt with the new config (LATEST's config differs)")
     if s.get("feedback_unknown_keys"):
         table.add_row("feedback with unknown key", f"{s['feedback_unknown_keys']}: " + ", ".join(s["feedback_unknown"]))
+    for g in s.get("content_coverage", []):
+        table.add_row(f"  without content: {g['scope_name'] or '?'} {g['scope_version'] or ''}".rstrip(),
+                      f"{g['without_input']} without input, {g['without_output']} without output")
     console = Console()
     console.print(table)
+    hint = coverage_hint(s.get("content_coverage", []))
+    if hint:
+        console.print(hint, soft_wrap=True, highlight=False, markup=False)
     verdict = {"written": f"written {result.path}", "unchanged": f"unchanged (LATEST = {result.snapshot_id})",
                "empty": "none written: no complete rollout with transitions yet"}[result.status]
     console.print(f"snapshot: {verdict}", soft_wrap=True, highlight=False)
