@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.load import lake_lock
-from spanrl.ingest.views import connect, sql_literal  # stage 1 owns the lake views
+from spanrl.ingest.views import connect, lock_down, sql_literal  # stage 1 owns the lake views
 from spanrl.transitions.air import rules_as_dicts
 from spanrl.transitions.coverage import content_coverage, coverage_hint
 from spanrl.transitions.credit import EPS, advantage_stats
@@ -65,7 +65,7 @@ def _build(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None) -> BuildRes
     own = con is None
     con = con if con is not None else open_lake(cfg)
     try:
-        setup = register_stage2(con, cfg, materialize=True, readable=(Path(cfg.data) / "lake",))
+        setup = register_stage2(con, cfg, materialize=True, readable=builder_readable(cfg.data))
         _crash_point("registered")
         _create(con, "transition_rows", "TABLE", read_sql("snapshot/transition_base"))  # a view after a build
         n_rows = _create_transitions(con, cfg)  # the snapshot rows, queryable on the same connection
@@ -86,7 +86,8 @@ def _build(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None) -> BuildRes
 
 
 def open_lake(cfg: IngestConfig) -> duckdb.DuckDBPyConnection:
-    """Stage 1's views over the lake, with the memory limit and stage 1's spill folder."""
+    """Stage 1's views over the lake, with the memory limit and stage 1's spill folder, locked to
+    what the builder reads (``builder_readable``) before any config-driven SQL runs on it."""
     con = connect(cfg.data, read_only=False, call_views=False, config_file=cfg.config_file)  # stage 2 creates them as tables
     spill = Path(cfg.data) / "lake" / "_tmp"
     spill.mkdir(parents=True, exist_ok=True)
@@ -94,7 +95,14 @@ def open_lake(cfg: IngestConfig) -> duckdb.DuckDBPyConnection:
     con.execute(f"SET temp_directory = {sql_literal(spill)}")
     if cfg.threads:
         con.execute(f"SET threads = {int(cfg.threads)}")
+    lock_down(con, builder_readable(cfg.data))
     return con
+
+
+def builder_readable(data: Path) -> tuple[Path, ...]:
+    """The folders the snapshot builder's DuckDB may read: the lake (its ``read_parquet`` views and
+    spill folder) and ``feedback/``. AIR rules run under this lock: no host file, nothing else."""
+    return (Path(data) / "lake", Path(data) / "feedback")
 
 
 def _create_transitions(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> int:
