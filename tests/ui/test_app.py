@@ -112,7 +112,7 @@ def test_sql_box_reads_and_refuses_writes(lake: Lake) -> None:
             resp = await client.get("/sql", params={"q": stmt})
             assert resp.status == 400 and "read-only" in await resp.text(), stmt
         resp = await client.get("/sql", params={"q": "select * from read_csv('/etc/passwd')"})
-        assert resp.status == 400 and "query failed" in await resp.text()
+        assert resp.status == 400 and "read-only" in await resp.text()  # the connection opens no file
         html = await (await client.get("/sql")).text()
         assert "Tokens per model per day" in html  # the examples of docs/queries.md
 
@@ -175,3 +175,6 @@ def test_search_cancel_interrupts_a_running_search(tmp_path: Path) -> None:
     again = searches.get("question 19999.3", ("v",))  # asked again: a new job
     assert again is not job
     again.cancel()
+    deadline = time.monotonic() + 60
+    while again.state == "running" and time.monotonic() < deadline:  # let its thread leave DuckDB: a daemon
+        time.sleep(0.01)  # thread still inside DuckDB when the interpreter exits aborts the process (rc 134)
