@@ -72,10 +72,10 @@ def _register() -> None:
     from spanrl.demo.cli import demo, report
     from spanrl.query.cli import sql
     from spanrl.serve.cli import serve
-    from spanrl.trainer.cli import train
+    from spanrl.trainer.cli import adapters, train
     from spanrl.transitions.cli import transitions
 
-    for command in (collector, ingest, transitions, sql, train, serve, demo, report):
+    for command in (collector, ingest, transitions, sql, train, adapters, serve, demo, report):
         cli.add_command(command)
 
 
