@@ -14,7 +14,7 @@ from typing import Any
 
 from rich.progress import Progress
 
-from spanrl.demo.config import EVAL_AGENT, TRAIN_AGENT, DemoConfig
+from spanrl.demo.config import EVAL_AGENT, TRAIN_AGENT, VAL_AGENT, DemoConfig
 from spanrl.demo.procs import stop_group, tail
 from spanrl.errors import InputError
 
@@ -67,17 +67,27 @@ def agent_env(serve_port: int, otlp_port: int) -> dict[str, str]:
     }
 
 
+AGENT_NAMES = {"train": TRAIN_AGENT, "eval": EVAL_AGENT, "val": VAL_AGENT}
+
+
 def start_agent(tasks: Path, out: Path, split: str, cfg: DemoConfig, env: dict[str, str], run_id: str,
-                log_dir: Path) -> subprocess.Popen:
-    """One agent process running every rollout of a task file concurrently (stderr -> agent-SPLIT.log)."""
+                log_dir: Path, model: str | None = None, log_name: str | None = None) -> subprocess.Popen:
+    """One agent process running every rollout of a task file concurrently (stderr -> agent-SPLIT.log).
+
+    Only ``train`` rollouts run under the agent name that ingest keeps (``--agent ^calc$``);
+    held-out and validation rollouts are in the lake but never in a training snapshot. ``model``
+    names a loaded adapter (a candidate being validated) instead of what the server serves.
+    """
     train = split == "train"
     cmd = [sys.executable, str(agent_dir() / "agent.py"), "--tasks", str(tasks), "--out", str(out),
-           "--split", split, "--agent-name", TRAIN_AGENT if train else EVAL_AGENT, "--run-id", run_id,
+           "--split", split, "--agent-name", AGENT_NAMES[split], "--run-id", run_id,
            "--rollouts", str(cfg.rollouts_per_task if train else 1),
            "--temperature", str(cfg.temperature if train or cfg.eval_temperature is None else cfg.eval_temperature),
            "--max-tokens", str(cfg.max_tokens), "--concurrency", str(cfg.concurrency)]
+    if model is not None:
+        cmd += ["--model", model]
     log_dir.mkdir(parents=True, exist_ok=True)
-    with open(log_dir / f"agent-{split}.log", "ab") as log:
+    with open(log_dir / f"agent-{log_name or split}.log", "ab") as log:
         return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
 
 

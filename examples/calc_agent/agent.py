@@ -10,10 +10,16 @@ configured by the standard environment variables:
     python agent.py --tasks tasks.jsonl --rollouts 4 --out results.jsonl
 
 One rollout = one root span ``invoke_agent calc`` (``spanrl.rollout_id``, ``spanrl.task_id``):
-call 1 asks for the calculator, the tool runs in an ``execute_tool calculator`` span (status ERROR
-when the expression is malformed), call 2 answers with the number. The reward is a child span
-named ``spanrl.reward`` written with the OTel API: 1.0 for the right number, 0.2 for a tool call
-that ran but a wrong answer, 0.0 otherwise.
+call 1 asks for the calculator, the tool runs in an ``execute_tool calculator`` span, call 2 answers
+with the number. The reward is a child span named ``spanrl.reward`` written with the OTel API: 1.0
+for the right number, 0.2 for a tool call that ran but a wrong answer, 0.0 otherwise.
+
+The tool fails, with status ERROR on its span, in every way the model can cause: a call to a tool
+that does not exist, arguments that are not JSON or do not match the declared schema (missing or
+extra keys, a non-string expression), an expression that is not arithmetic, and a ``<tool_call>``
+block the server could not parse (the reply then carries it as text). The agent tells the model
+what went wrong and lets it try again, so spanrl's AIR rules (tool_error, bad_tool_arguments) see
+each failure and the call that caused it.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ CALCULATOR = {
             "type": "object",
             "properties": {"expression": {"type": "string"}},
             "required": ["expression"],
+            "additionalProperties": False,
         },
     },
 }
@@ -96,24 +103,49 @@ def calculator(expression: str) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.6g}"
 
 
-def run_tool(call: Any) -> tuple[str, bool]:
+def check_arguments(arguments: str | None) -> str:
+    """The ``expression`` of a calculator call whose arguments match CALCULATOR's schema, else ValueError."""
+    try:
+        args = json.loads(arguments or "")
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"arguments are not JSON ({exc.msg}): {arguments!r}") from None
+    if not isinstance(args, dict):
+        raise ValueError(f"arguments must be a JSON object like {{\"expression\": \"12 * 7\"}}, got {arguments!r}")
+    extra = set(args) - {"expression"}
+    if extra or "expression" not in args:
+        raise ValueError(f"the calculator takes exactly one argument, expression; got {sorted(args)}")
+    if not isinstance(args["expression"], str):
+        raise ValueError(f"expression must be a string, got {args['expression']!r}")
+    return args["expression"]
+
+
+def run_tool(name: str, call_id: str, arguments: str | None) -> tuple[str, bool]:
     """Run one tool call inside an ``execute_tool`` span; errors set the span status to ERROR."""
-    name = call.function.name
     with tracer.start_as_current_span(f"execute_tool {name}", record_exception=False, set_status_on_exception=False) as span:
         span.set_attributes({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                             "gen_ai.tool.call.id": call.id, "gen_ai.tool.call.arguments": call.function.arguments})
+                             "gen_ai.tool.call.id": call_id, "gen_ai.tool.call.arguments": arguments or ""})
         try:
             if name != "calculator":
                 raise ValueError(f"unknown tool {name!r}; the only tool is calculator")
-            args = json.loads(call.function.arguments or "{}")
-            result = calculator(args["expression"])
-        except (ValueError, KeyError, TypeError) as exc:  # the model's mistake, not ours
+            result = calculator(check_arguments(arguments))
+        except ValueError as exc:  # the model's mistake, not ours
             span.record_exception(exc)
             span.set_status(Status(StatusCode.ERROR, str(exc)))
             span.set_attribute("error.type", type(exc).__name__)
             return f"error: {exc}", False
         span.set_attribute("gen_ai.tool.call.result", result)
         return result, True
+
+
+def unparsed_tool_call(text: str | None) -> tuple[str, str] | None:
+    """(tool name, raw arguments) of a ``<tool_call>`` block left in the reply's text: the server
+    could not parse it (not JSON, no name), so it reached us as content. The model meant a tool call."""
+    if not text or "<tool_call>" not in text:
+        return None
+    body = text.split("<tool_call>", 1)[1].split("</tool_call>", 1)[0].strip()
+    name = re.search(r'"name"\s*:\s*"([^"]*)"', body)
+    args = re.search(r'"arguments"\s*:\s*(.*?)\s*}?\s*$', body, re.S)
+    return (name.group(1) if name and name.group(1) else "calculator"), (args.group(1) if args else body)
 
 
 def final_number(text: str | None) -> float | None:
@@ -136,13 +168,21 @@ def rollout(client: OpenAI, task: dict[str, Any], rollout_id: str, args: argpars
                 model=args.model, messages=messages, tools=[CALCULATOR],
                 temperature=args.temperature, max_tokens=args.max_tokens,
             ).choices[0].message
+            broken = None if reply.tool_calls else unparsed_tool_call(reply.content)
+            if broken is not None:  # a tool call the server could not read: a failed tool call
+                result, _ = run_tool(broken[0], f"unparsed-{llm_calls}", broken[1])
+                tool_errors += 1
+                messages += [{"role": "assistant", "content": reply.content or ""},
+                             {"role": "user", "content": f"That tool call could not be read ({result}). "
+                                                         "Call the calculator again with valid JSON."}]
+                continue
             if not reply.tool_calls:
                 answer_text = reply.content
                 break
             calls = [c.model_dump(include={"id", "type", "function"}) for c in reply.tool_calls]
             messages.append({"role": "assistant", "content": reply.content or "", "tool_calls": calls})
             for call in reply.tool_calls:
-                result, ok = run_tool(call)
+                result, ok = run_tool(call.function.name, call.id, call.function.arguments)
                 tool_ok, tool_errors = tool_ok + ok, tool_errors + (not ok)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
         value = final_number(answer_text)
