@@ -10,10 +10,9 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from tests.helpers.collector import running_collector
+from tests.helpers.collector import port_accepts, running_collector, wait_until
 
 SENDER = Path(__file__).with_name("sender.py")
 
@@ -40,16 +39,16 @@ def test_kill_9_mid_stream_loses_no_acknowledged_span(tmp_path: Path) -> None:
                 [sys.executable, str(SENDER), "--spans", "1500", "--tag", f"d{k}", "--rate", "600",
                  "--batch", "20", "--acked", str(acked[k])], env=env, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, text=True))
-        deadline = time.monotonic() + 60
-        before = 0
-        while before < 200 and time.monotonic() < deadline:  # kill once the stream is well under way
-            time.sleep(0.05)
-            before = sum(1 for p in acked if p.exists() for _ in p.open())
+        def acked_so_far() -> int:
+            return sum(1 for p in acked if p.exists() for _ in p.open())
+
+        wait_until(lambda: acked_so_far() >= 200, "200 acknowledged spans before the kill", 60)  # well under way
+        before = acked_so_far()
         ep.proc.send_signal(signal.SIGKILL)
         ep.proc.wait()
         at_kill = {line for path in (data / "otel").glob("traces*.jsonl")
                    for line in path.read_bytes().split(b"\n")[:-1] if line}
-    time.sleep(0.3)
+    wait_until(lambda: not port_accepts(int(ports[1])), "the killed collector's port to close")
     with running_collector(data, extra_args=[*ports, "--rotate-mb", "0.05"]):
         outputs = [p.communicate(timeout=120)[0] for p in senders]
     assert all(p.returncode == 0 for p in senders), outputs

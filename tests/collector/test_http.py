@@ -17,7 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from spanrl.collector.otlpjson import traces_to_json
 from spanrl.collector.writer import RotatingFile, SignalWriter
-from tests.helpers.collector import inprocess_collector, make_traces
+from tests.helpers.collector import await_until, inprocess_collector, make_traces, port_accepts
 
 PB = "application/x-protobuf"
 
@@ -195,9 +195,9 @@ def test_full_queue_gets_429_with_retry_after(tmp_path: Path, monkeypatch: pytes
     body = make_traces(1).SerializeToString()
 
     async def go() -> tuple[int, int, str | None]:
-        async with inprocess_collector(tmp_path, queue_items=1) as (_, http, _g), aiohttp.ClientSession() as s:
+        async with inprocess_collector(tmp_path, queue_items=1) as (col, http, _g), aiohttp.ClientSession() as s:
             first = asyncio.ensure_future(post(s, http + "/v1/traces", body))
-            await asyncio.sleep(0.3)
+            await await_until(lambda: col.receiver.budget.items == 1, "the first request to be queued")
             second = await post(s, http + "/v1/traces", body)
             gate.set()
             return (await first)[0], second[0], second[2].get("Retry-After")
@@ -243,9 +243,9 @@ def test_stop_drains_in_flight_requests(tmp_path: Path, monkeypatch: pytest.Monk
         async with aiohttp.ClientSession() as s:
             sends = [asyncio.ensure_future(post(s, url, make_traces(2, name=f"d{i}").SerializeToString()))
                      for i in range(20)]
-            await asyncio.sleep(0.5)
+            await await_until(lambda: collector.receiver.budget.items == 20, "all 20 requests to be queued")
             stopping = asyncio.ensure_future(collector.stop())
-            await asyncio.sleep(0.2)
+            await await_until(lambda: not port_accepts(ep.http_port), "the HTTP port to stop accepting")
             gate.set()
             statuses = [(await f)[0] for f in sends]
             await stopping

@@ -116,6 +116,34 @@ def _poll_http(base: str, deadline: float) -> None:
     raise RuntimeError(f"collector HTTP port {base} did not answer")
 
 
+def wait_until(check: Any, what: str, timeout_s: float = 20.0) -> None:
+    """Poll ``check()`` until it is true: tests wait on state, not on a guessed sleep."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+        time.sleep(0.02)
+
+
+async def await_until(check: Any, what: str, timeout_s: float = 20.0) -> None:
+    """``wait_until`` inside an event loop (the collector under test runs on the same loop)."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+def port_accepts(port: int, host: str = "127.0.0.1") -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        sock.settimeout(0.2)
+        return sock.connect_ex((host, port)) == 0
+
+
 @asynccontextmanager
 async def inprocess_collector(data_dir: Path, **config: Any) -> AsyncIterator[tuple[Any, str, str]]:
     """The embedded collector in this process and event loop, on free ports: (collector, http, grpc).

@@ -1,0 +1,132 @@
+"""Nightly ingest at scale: does each night cost what the night brought, or what the lake holds?
+
+    .venv/bin/python bench/nightly.py --nights 8 --rollouts 10000     # ~70k spans per night
+    .venv/bin/python bench/nightly.py --dir /tmp/nightly --resume     # continue a stopped run
+
+N nights of equal generated agent traffic (an invoke_agent root, three chat calls with ~1 KB prompts,
+a tool span and a reward span per rollout; the generator of bench/ingest.py) are ingested one after
+another into ONE data root, as a scheduled `spanrl ingest` would. For every night, in separate
+processes (so peak RSS is each run's own):
+  * baseline: DuckDB's bare ``COPY (FROM read_ndjson(that night's files)) TO x.parquet``
+  * spanrl:   ``spanrl ingest --settle 0s`` (the full chain: lake + snapshot) into the growing root
+and prints seconds, peak RSS and the ratio baseline/spanrl of each night, last/first, and a 30-night
+projection from the least-squares slope. Targets (issue 11): last/first <= 1.2 over 8 nights, every
+night's ratio >= 0.5, peak RSS flat. Results are appended to ``DIR/nightly.jsonl`` as each night ends,
+so a stopped run resumes with ``--resume``. Not collected by pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("bench_ingest", HERE / "ingest.py")
+bench_ingest = importlib.util.module_from_spec(_spec)
+assert _spec.loader is not None
+_spec.loader.exec_module(bench_ingest)
+
+DAY_NS = 86_400 * 1_000_000_000
+T0 = 1_767_225_600_000_000_000  # 2026-01-01
+
+
+def write_night(otel: Path, night: int, rollouts: int) -> list[Path]:
+    """One night's span files (collector-style rotated names), rollout ids unique across nights."""
+    otel.mkdir(parents=True, exist_ok=True)
+    files: list[Path] = []
+    fh, size = None, 0
+    batch: list[dict] = []
+    first = night * rollouts
+
+    def flush() -> None:
+        nonlocal fh, size, batch
+        if not batch:
+            return
+        line = json.dumps({"resourceSpans": [{"resource": {"attributes": [bench_ingest._kv("service.name", "bench")]},
+                                              "scopeSpans": [{"scope": {"name": "bench"}, "spans": batch}]}]},
+                          separators=(",", ":")) + "\n"
+        if fh is None or size > bench_ingest.FILE_BYTES:
+            if fh:
+                fh.close()
+            path = otel / f"traces-2026-01-{night + 1:02d}T00-00-{len(files):02d}.000.jsonl"
+            files.append(path)
+            fh, size = open(path, "w"), 0
+        fh.write(line)
+        size += len(line)
+        batch = []
+
+    for n in range(first, first + rollouts):
+        batch.extend(bench_ingest._trace_spans(n, T0 + night * DAY_NS + (n - first) * 1_000_000_000))
+        if len(batch) >= bench_ingest.SPANS_PER_LINE:
+            flush()
+    flush()
+    if fh:
+        fh.close()
+    return files
+
+
+def run_night(root: Path, night: int, rollouts: int, memory_limit: str) -> dict:
+    data, tmp = root / "data", root / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    files = write_night(data / "otel", night, rollouts)
+    base = bench_ingest.measure([sys.executable, "-c", bench_ingest.BASELINE, str(tmp / f"bare-{night}.parquet"),
+                                 memory_limit, str(tmp), *map(str, files)])
+    full = bench_ingest.measure([sys.executable, "-m", "spanrl", "ingest", "--data", str(data), "--settle", "0s",
+                                 "--memory-limit", memory_limit])
+    (tmp / f"bare-{night}.parquet").unlink(missing_ok=True)
+    return {"night": night + 1, "spans": rollouts * 6, "mb": sum(p.stat().st_size for p in files) / 1e6,
+            "baseline_s": base["seconds"], "baseline_rss_mb": base["rss_mb"],
+            "spanrl_s": full["seconds"], "spanrl_rss_mb": full["rss_mb"], "ratio": base["seconds"] / full["seconds"]}
+
+
+def slope(xs: list[float], ys: list[float]) -> float:
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    den = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den if den else 0.0
+
+
+def report(rows: list[dict]) -> None:
+    print(f"\n{'night':>5}{'spans':>9}{'MB':>7}{'bare s':>8}{'spanrl s':>10}{'ratio':>7}{'RSS MB':>8}")
+    for r in rows:
+        print(f"{r['night']:>5}{r['spans']:>9,}{r['mb']:>7.0f}{r['baseline_s']:>8.2f}{r['spanrl_s']:>10.2f}"
+              f"{r['ratio']:>7.2f}{r['spanrl_rss_mb']:>8.0f}")
+    if len(rows) < 2:
+        return
+    first, last = rows[0], rows[-1]
+    k = slope([r["night"] for r in rows], [r["spanrl_s"] for r in rows])
+    n30 = rows[0]["spanrl_s"] + k * 29
+    print(f"\nlast/first {last['spanrl_s'] / first['spanrl_s']:.2f} (target <= 1.2); "
+          f"min ratio {min(r['ratio'] for r in rows):.2f} (target >= 0.5); "
+          f"peak RSS last/first {last['spanrl_rss_mb'] / first['spanrl_rss_mb']:.2f}")
+    print(f"slope {k:+.2f} s/night -> night 30 projected at {n30:.1f} s ({n30 / first['spanrl_s']:.1f}x night 1)")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nights", type=int, default=8)
+    p.add_argument("--rollouts", type=int, default=10_000, help="rollouts per night (6 spans each)")
+    p.add_argument("--memory-limit", default="2GB")
+    p.add_argument("--dir", type=Path, default=None, help="work folder (default: a new temp dir)")
+    p.add_argument("--resume", action="store_true", help="continue the nights recorded in DIR/nightly.jsonl")
+    args = p.parse_args()
+    root = args.dir or Path(tempfile.mkdtemp(prefix="spanrl-nightly-"))
+    root.mkdir(parents=True, exist_ok=True)
+    log = root / "nightly.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines()] if args.resume and log.is_file() else []
+    if not args.resume:
+        log.write_text("")
+    for night in range(len(rows), args.nights):
+        rows.append(run_night(root, night, args.rollouts, args.memory_limit))
+        with open(log, "a") as fh:
+            fh.write(json.dumps(rows[-1]) + "\n")
+        print(f"night {night + 1}: spanrl {rows[-1]['spanrl_s']:.2f}s, bare {rows[-1]['baseline_s']:.2f}s", flush=True)
+    report(rows)
+    print(f"\nresults: {log}")
+
+
+if __name__ == "__main__":
+    main()
