@@ -45,6 +45,7 @@ def _train_help(name: str) -> str:
 @click.option("--lora-r", type=int, default=None, help=_train_help("lora_r") + " [default: 16]")
 @click.option("--lora-alpha", type=int, default=None, help=_train_help("lora_alpha") + " [default: 32]")
 @click.option("--gradient-checkpointing/--no-gradient-checkpointing", default=None, help=_train_help("gradient_checkpointing"))
+@click.option("--merge-calls/--no-merge-calls", default=None, help=_train_help("merge_calls") + " [default: on]")
 @click.option("--seed", type=int, default=None, help=_train_help("seed"))
 @click.option("--fresh", is_flag=True, default=None, help=_train_help("fresh"))
 @click.option("--retrain", is_flag=True, default=None, help=_train_help("retrain"))

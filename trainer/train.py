@@ -42,6 +42,7 @@ from spanrl.trainer.data import (
     bucket_by_tokens,
     build_sequences,
     collate,
+    merge_trajectories,
     plan_steps,
     select_sft,
 )
@@ -114,6 +115,9 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True, pr
     if not seqs:
         raise InputError(f"snapshot {snapshot_id}: no trainable transitions ({stats.summary()}); "
                          + _nothing_to_train_hint(cfg, stats))
+    n_transitions = len(seqs)
+    if cfg.merge_calls:  # a call that extends the previous one trains inside its sequence
+        seqs, stats.merged_calls = merge_trajectories(seqs)
     steps = plan_steps(seqs, cfg.rollouts_per_step, cfg.resolved_epochs, cfg.seed, cfg.loss_agg, cfg.tokens_per_batch)
     model = load_policy(torch, cfg, inputs, device)
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if device.type == "cuda" else nullcontext
@@ -172,7 +176,7 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True, pr
     result = TrainResult(None, None, len(steps), response_tokens, mean_loss, time.time() - t0, stats, digest)
     if rank == 0:
         run = {"steps": len(steps), "epochs": cfg.resolved_epochs, "data": vars(stats), "world_size": world,
-               "weights_sha256": digest, "rollouts": len({s.rollout_id for s in seqs}), "transitions": len(seqs),
+               "weights_sha256": digest, "rollouts": len({s.rollout_id for s in seqs}), "transitions": n_transitions,
                "train_loss": mean_loss, "response_tokens": response_tokens, "time_s": round(time.time() - t0, 3)}
         result.cycle_id, result.folder = save_adapter(cfg, inputs, model, metrics, run, promote)
         if notify:
