@@ -106,7 +106,7 @@ def render(results: list[dict], out: Path) -> None:
     arms = [a for a in ARMS if any(r["arm"] == a for r in results)]
     lines = ["| arm | seeds | held-out cycle 0 (64) | held-out last (64) | gain last - 0 | first-16 per cycle | "
              "tool err rate per cycle | promoted |", "|---|---|---|---|---|---|---|---|"]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    fig, axes = plt.subplots(1, 3, figsize=(18, 4.5))
     for arm in arms:
         runs = [r for r in results if r["arm"] == arm]
         last = min(int(r["cycles"]) for r in runs)
@@ -124,8 +124,10 @@ def render(results: list[dict], out: Path) -> None:
         x = list(range(last + 1))
         axes[0].errorbar([0, last], [first[0], end[0]], yerr=[first[1], end[1]], fmt="o-", capsize=4, label=arm)
         axes[1].errorbar(x, [m for m, _ in sub], yerr=[s for _, s in sub], fmt="s-", capsize=3, label=arm)
+        axes[2].errorbar(x[:-1], [m for m, _ in err], yerr=[s for _, s in err], fmt="^-", capsize=3, label=arm)
     axes[0].set(title="held-out reward, all 64 tasks (mean ± sd over seeds)", xlabel="cycle", ylabel="reward")
     axes[1].set(title="held-out reward, fixed first 16 tasks, every cycle", xlabel="cycle", ylabel="reward")
+    axes[2].set(title="tool-error rate of the training rollouts", xlabel="cycle", ylabel="failed / all tool calls")
     for ax in axes:
         ax.legend(fontsize=8)
     fig.tight_layout()
