@@ -8,7 +8,7 @@ PIP    := $(BIN)/python -m pip
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-quick test lint bench install clean
+.PHONY: demo demo-quick test lint bench chaos reliability install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,19 @@ demo-quick: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# kill -9 chaos (collector + ingest loop under 4 real SDK senders), 10 min by default; results in
+# bench/out/chaos.json. Shorter while developing: make chaos SPANRL_CHAOS_S=60 SPANRL_CHAOS_KILLS=6
+SPANRL_CHAOS_S ?= 600
+SPANRL_CHAOS_KILLS ?= 24
+chaos: $(STAMP)
+	SPANRL_CHAOS_S=$(SPANRL_CHAOS_S) SPANRL_CHAOS_KILLS=$(SPANRL_CHAOS_KILLS) \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider -m chaos tests/collector/test_chaos.py
+
+# full-size reliability tests kept out of `make test` (minutes, hundreds of MB), then the chaos run
+reliability: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m heavy tests
+	$(MAKE) chaos
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

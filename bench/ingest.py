@@ -99,16 +99,17 @@ def _trace_spans(n: int, t0: int) -> list[dict]:
     return spans
 
 
-def generate(folder: Path, n_spans: int) -> tuple[list[Path], int]:
-    """Collector-style rotated JSON-lines files holding ``n_spans`` spans; returns (files, bytes)."""
+def generate(folder: Path, n_spans: int, first_rollout: int = 0, t0: int = 1_767_225_600_000_000_000,
+             prefix: str = "traces-2026-01-01") -> tuple[list[Path], int]:
+    """Collector-style rotated JSON-lines files holding ``n_spans`` spans; returns (files, bytes).
+    Rollouts are numbered from ``first_rollout`` (ids stay unique when several calls share a lake)."""
     folder.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
-    fh, size, made, n = None, 0, 0, 0
-    t0 = 1_767_225_600_000_000_000
+    fh, size, made, n = None, 0, 0, first_rollout
     while made < n_spans:
         batch: list[dict] = []
         while len(batch) < SPANS_PER_LINE and made + len(batch) < n_spans:
-            batch.extend(_trace_spans(n, t0 + n * 10_000_000_000))
+            batch.extend(_trace_spans(n, t0 + (n - first_rollout) * 10_000_000_000))
             n += 1
         made += len(batch)
         line = json.dumps({"resourceSpans": [{"resource": {"attributes": [_kv("service.name", "bench")]},
@@ -117,7 +118,7 @@ def generate(folder: Path, n_spans: int) -> tuple[list[Path], int]:
         if fh is None or size > FILE_BYTES:
             if fh:
                 fh.close()
-            path = folder / f"traces-2026-01-01T00-{len(files) // 60:02d}-{len(files) % 60:02d}.000.jsonl"
+            path = folder / f"{prefix}T00-{len(files) // 60:02d}-{len(files) % 60:02d}.000.jsonl"
             files.append(path)
             fh, size = open(path, "w"), 0
         fh.write(line)

@@ -34,38 +34,13 @@ DAY_NS = 86_400 * 1_000_000_000
 T0 = 1_767_225_600_000_000_000  # 2026-01-01
 
 
+SPANS_PER_ROLLOUT = 6  # invoke_agent root, three chat calls, one tool span, one reward span
+
+
 def write_night(otel: Path, night: int, rollouts: int) -> list[Path]:
     """One night's span files (collector-style rotated names), rollout ids unique across nights."""
-    otel.mkdir(parents=True, exist_ok=True)
-    files: list[Path] = []
-    fh, size = None, 0
-    batch: list[dict] = []
-    first = night * rollouts
-
-    def flush() -> None:
-        nonlocal fh, size, batch
-        if not batch:
-            return
-        line = json.dumps({"resourceSpans": [{"resource": {"attributes": [bench_ingest._kv("service.name", "bench")]},
-                                              "scopeSpans": [{"scope": {"name": "bench"}, "spans": batch}]}]},
-                          separators=(",", ":")) + "\n"
-        if fh is None or size > bench_ingest.FILE_BYTES:
-            if fh:
-                fh.close()
-            path = otel / f"traces-2026-01-{night + 1:02d}T00-00-{len(files):02d}.000.jsonl"
-            files.append(path)
-            fh, size = open(path, "w"), 0
-        fh.write(line)
-        size += len(line)
-        batch = []
-
-    for n in range(first, first + rollouts):
-        batch.extend(bench_ingest._trace_spans(n, T0 + night * DAY_NS + (n - first) * 1_000_000_000))
-        if len(batch) >= bench_ingest.SPANS_PER_LINE:
-            flush()
-    flush()
-    if fh:
-        fh.close()
+    files, _ = bench_ingest.generate(otel, rollouts * SPANS_PER_ROLLOUT, first_rollout=night * rollouts,
+                                     t0=T0 + night * DAY_NS, prefix=f"traces-2026-01-{night + 1:02d}")
     return files
 
 
@@ -78,7 +53,7 @@ def run_night(root: Path, night: int, rollouts: int, memory_limit: str) -> dict:
     full = bench_ingest.measure([sys.executable, "-m", "spanrl", "ingest", "--data", str(data), "--settle", "0s",
                                  "--memory-limit", memory_limit])
     (tmp / f"bare-{night}.parquet").unlink(missing_ok=True)
-    return {"night": night + 1, "spans": rollouts * 6, "mb": sum(p.stat().st_size for p in files) / 1e6,
+    return {"night": night + 1, "spans": rollouts * SPANS_PER_ROLLOUT, "mb": sum(p.stat().st_size for p in files) / 1e6,
             "baseline_s": base["seconds"], "baseline_rss_mb": base["rss_mb"],
             "spanrl_s": full["seconds"], "spanrl_rss_mb": full["rss_mb"], "ratio": base["seconds"] / full["seconds"]}
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from spanrl.errors import InputError
 from spanrl.options import data_option
+
+if TYPE_CHECKING:
+    from spanrl.collector.config import CollectorConfig
 
 
 @click.command()
@@ -23,9 +27,18 @@ from spanrl.options import data_option
 @click.option("--fsync", is_flag=True, help="fsync each batch before acknowledging it (durable on power loss).")
 @click.option("--max-body-mb", default=64.0, show_default=True, type=float,
               help="Largest request after decompression (413 above).")
+@click.option("--memory-mb", default=256.0, show_default=True, type=float,
+              help="Memory budget of requests being read, decoded or queued (429 / UNAVAILABLE above).")
+@click.option("--read-timeout", default=30.0, show_default=True, type=float,
+              help="Seconds to receive one request body; slower senders get 408 (gRPC: DEADLINE_EXCEEDED).")
+@click.option("--idle-timeout", default=10.0, show_default=True, type=float,
+              help="Longest pause inside a request body before the sender is cut off.")
+@click.option("--report-interval", default=60.0, show_default=True, type=float,
+              help="Seconds between log lines counting refused requests (0: only at shutdown).")
 @click.option("--discard", is_flag=True, hidden=True, help="Parse and drop everything (benchmark baseline).")
 def collector(data: Path, embedded: bool, host: str, http_port: int, grpc_port: int, rotate_mb: float,
-              token: str | None, fsync: bool, max_body_mb: float, discard: bool) -> None:
+              token: str | None, fsync: bool, max_body_mb: float, memory_mb: float, read_timeout: float, idle_timeout: float,
+              report_interval: float, discard: bool) -> None:
     """Receive OTLP traces and logs and write span files under DATA/otel/.
 
     Runs otelcol-contrib with otel-config.yaml when the binary is on PATH (or in $OTELCOL_BIN),
@@ -45,18 +58,19 @@ def collector(data: Path, embedded: bool, host: str, http_port: int, grpc_port: 
         config_path = find_config()
         click.echo(f"spanrl collector: running {binary} --config {config_path} (data={data}/otel)", err=True)
         sys.exit(run_otelcol(binary, config_path, otelcol_env(data, host, http_port, grpc_port, rotate_mb)))
-    _run_embedded(data, host, http_port, grpc_port, rotate_mb, token, fsync, max_body_mb, discard,
-                  why="" if embedded else "; otelcol-contrib not found")
-
-
-def _run_embedded(data: Path, host: str, http_port: int, grpc_port: int, rotate_mb: float, token: str | None,
-                  fsync: bool, max_body_mb: float, discard: bool, why: str) -> None:
     from spanrl.collector.config import CollectorConfig
-    from spanrl.collector.server import Endpoints, run_until_signal
 
     config = CollectorConfig(data_root=data, host=host, http_port=http_port, grpc_port=grpc_port,
                              rotate_mb=rotate_mb, token=token, fsync=fsync, max_body_mib=max_body_mb,
-                             discard=discard)
+                             queue_mib=memory_mb, read_timeout_s=read_timeout, idle_timeout_s=idle_timeout,
+                             report_s=report_interval, discard=discard)
+    _run_embedded(config, why="" if embedded else "; otelcol-contrib not found")
+
+
+def _run_embedded(config: CollectorConfig, why: str) -> None:
+    from spanrl.collector.server import Endpoints, run_until_signal
+
+    host, discard = config.host, config.discard
 
     def ready(ep: Endpoints) -> None:
         mode = "; discard mode: nothing is written" if discard else ""
@@ -64,6 +78,10 @@ def _run_embedded(data: Path, host: str, http_port: int, grpc_port: int, rotate_
                    f"data={config.otel_dir} (embedded receiver{why}{mode})")
         sys.stdout.flush()
 
-    stats = asyncio.run(run_until_signal(config, ready))
+    def report(line: str) -> None:
+        click.echo(line, err=True)
+        sys.stderr.flush()
+
+    stats = asyncio.run(run_until_signal(config, ready, report))
     summary = " ".join(f"{k}={v}" for k, v in sorted(stats.items())) or "nothing received"
     click.echo(f"spanrl collector stopped: {summary}", err=True)

@@ -22,10 +22,17 @@ class CollectorConfig:
     token: str | None = field(default=None, metadata={"help": "Bearer token required on every request."})
     fsync: bool = field(default=False, metadata={"help": "fsync before acknowledging (survives power loss)."})
     max_body_mib: float = field(default=64.0, metadata={"help": "Largest request after decompression (413 above)."})
-    queue_mib: float = field(default=256.0, metadata={"help": "Request bytes waiting for the writer (429 above)."})
+    queue_mib: float = field(default=256.0, metadata={
+        "help": "Memory budget of requests being read, decoded or waiting for the writer, counted as a "
+                "multiple of their decompressed size (429 / UNAVAILABLE above; the oldest request always passes)."})
     queue_items: int = field(default=1024, metadata={"help": "Requests waiting for the writer (429 above)."})
-    max_inflight: int = field(default=32, metadata={"help": "Requests read or decoded at once per transport "
-                                                             "(429 / RESOURCE_EXHAUSTED above)."})
+    max_inflight: int = field(default=32, metadata={"help": "Requests decoded at once per transport (others wait)."})
+    read_timeout_s: float = field(default=30.0, metadata={
+        "help": "Longest time to receive one request body; slower senders get 408 / DEADLINE_EXCEEDED."})
+    idle_timeout_s: float = field(default=10.0, metadata={
+        "help": "Longest pause inside a request body before the sender is cut off (408 / DEADLINE_EXCEEDED)."})
+    report_s: float = field(default=60.0, metadata={
+        "help": "Seconds between log lines counting refused requests (0: only the line at shutdown)."})
     discard: bool = field(default=False, metadata={"help": "Parse and drop (benchmark baseline only)."})
 
     def __post_init__(self) -> None:
@@ -33,6 +40,9 @@ class CollectorConfig:
             raise InputError(f"--rotate-mb must be positive, got {self.rotate_mb}; try 64")
         if min(self.max_body_mib, self.queue_mib, self.queue_items, self.max_inflight) <= 0:
             raise InputError("body and queue limits must be positive")
+        if min(self.read_timeout_s, self.idle_timeout_s) <= 0 or self.report_s < 0:
+            raise InputError(f"timeouts must be positive and --report-interval >= 0, got read "
+                             f"{self.read_timeout_s}, idle {self.idle_timeout_s}, report {self.report_s}")
         for name in ("http_port", "grpc_port"):
             port = getattr(self, name)
             if not 0 <= port <= 65535:

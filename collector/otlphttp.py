@@ -8,19 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import zlib
+from typing import Any
 
 from aiohttp import web
 
-from spanrl.collector.receiver import (
-    OFFLOAD_BYTES,
-    BadPayload,
-    Decoded,
-    Receiver,
-    authorized,
-    decode_json,
-    decode_protobuf,
-)
+from spanrl.collector.decode import BadPayload, Decoded, decode_json, decode_protobuf
+from spanrl.collector.limits import READ_COST, Reservation
+from spanrl.collector.receiver import OFFLOAD_BYTES, Receiver, authorized
 from spanrl.collector.writer import Outcome
 
 PROTOBUF = "application/x-protobuf"
@@ -29,7 +25,7 @@ ROUTES = {"/v1/traces": "traces", "/v1/logs": "logs", "/v1/metrics": "metrics"}
 RETRY_AFTER_S = "1"
 _CHUNK = 1 << 16
 # google.rpc.Code for each HTTP status we send (the body of an error reply is a google.rpc.Status)
-_RPC_CODE = {400: 3, 401: 16, 404: 5, 405: 12, 413: 8, 415: 3, 429: 8, 500: 13, 503: 14}
+_RPC_CODE = {400: 3, 401: 16, 404: 5, 405: 12, 408: 4, 413: 8, 415: 3, 429: 8, 500: 13, 503: 14}
 _OUTCOME_STATUS = {Outcome.OK: 200, Outcome.BUSY: 429, Outcome.DISK_FULL: 503,
                    Outcome.WRITE_FAILED: 503, Outcome.INTERNAL: 500}
 _OUTCOME_TEXT = {
@@ -93,35 +89,42 @@ def _decompressor(encoding: str, first: bytes) -> zlib._Decompress | None:  # ty
     raise HttpError(415, f"unsupported Content-Encoding {encoding!r}; send gzip, deflate or none")
 
 
-async def read_body(request: web.Request, encoding: str, limit: int) -> bytes:
-    """Reads and decompresses incrementally, refusing (413) as soon as either size passes ``limit``."""
+async def read_body(request: web.Request, encoding: str, limit: int, reservation: Reservation | None = None,
+                    read_timeout_s: float = 30.0, idle_timeout_s: float = 10.0) -> bytearray:
+    """Reads and decompresses incrementally, refusing as early as possible.
+
+    413 as soon as either size passes ``limit``; 429 when ``reservation`` cannot grow by ``READ_COST``
+    per decompressed byte (memory is charged as it arrives, so a slow sender holds only what it sent);
+    408 when the body takes longer than ``read_timeout_s`` or pauses longer than ``idle_timeout_s``.
+    """
     out = bytearray()
     raw_total = 0
     decomp = None
     started = False
+    deadline = time.monotonic() + read_timeout_s
     try:
-        async for chunk in request.content.iter_chunked(_CHUNK):
+        while True:
+            wait = min(idle_timeout_s, deadline - time.monotonic())
+            try:
+                chunk = await asyncio.wait_for(request.content.readany(), max(wait, 0.001))
+            except TimeoutError:
+                raise HttpError(408, f"request body not received within {read_timeout_s:g} s "
+                                     f"(or paused over {idle_timeout_s:g} s); send it again") from None
+            if not chunk:
+                break
             raw_total += len(chunk)
             if raw_total > limit:
                 raise HttpError(413, f"request body over {limit} bytes")
             if not started:
                 decomp = _decompressor(encoding, chunk)
                 started = True
+            before = len(out)
             if decomp is None:
                 out += chunk
-                continue
-            data = chunk
-            while data:
-                out += decomp.decompress(data, limit + 1 - len(out))
-                if len(out) > limit:
-                    raise HttpError(413, f"decompressed body over {limit} bytes")
-                if decomp.unconsumed_tail:
-                    data = decomp.unconsumed_tail
-                elif decomp.eof and decomp.unused_data:  # concatenated gzip members
-                    data = decomp.unused_data
-                    decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                else:
-                    data = b""
+            else:
+                decomp = _inflate(decomp, chunk, out, limit)
+            if reservation is not None and not reservation.grow(READ_COST * (len(out) - before)):
+                raise HttpError(429, "receiver memory budget is full; retry after the Retry-After delay")
         if not started:
             _decompressor(encoding, b"")  # still refuses an unknown encoding on an empty body
         elif decomp is not None:
@@ -130,7 +133,24 @@ async def read_body(request: web.Request, encoding: str, limit: int) -> bytes:
                 raise HttpError(400, f"malformed {encoding} body: truncated stream")
     except zlib.error as exc:
         raise HttpError(400, f"malformed {encoding} body: {exc}") from None
-    return bytes(out)
+    return out
+
+
+def _inflate(decomp: Any, data: bytes, out: bytearray, limit: int) -> Any:
+    """Appends what ``data`` inflates to; returns the decompressor for the next chunk (a new one after a
+    gzip member ends: concatenated members are one body)."""
+    while data:
+        out += decomp.decompress(data, limit + 1 - len(out))
+        if len(out) > limit:
+            raise HttpError(413, f"decompressed body over {limit} bytes")
+        if decomp.unconsumed_tail:
+            data = decomp.unconsumed_tail
+        elif decomp.eof and decomp.unused_data:  # concatenated gzip members
+            data = decomp.unused_data
+            decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        else:
+            data = b""
+    return decomp
 
 
 def _content_type(request: web.Request) -> str:
@@ -145,10 +165,11 @@ def _content_type(request: web.Request) -> str:
 def build_app(receiver: Receiver) -> web.Application:
     """The aiohttp application; tests run it in-process with ``aiohttp.test_utils``."""
     config = receiver.config
-    inflight = asyncio.Semaphore(config.max_inflight)  # bounds bodies held in memory at once
+    decoding = asyncio.Semaphore(config.max_inflight)  # CPU: bodies are already paid for in the budget
 
-    async def handle(request: web.Request) -> web.Response:
+    async def handle(request: web.Request) -> web.StreamResponse:
         reply_type = JSON
+        reservation = None
         try:
             signal = ROUTES.get(request.path)
             if signal is None:
@@ -159,38 +180,44 @@ def build_app(receiver: Receiver) -> web.Application:
                 raise HttpError(401, "missing or wrong 'Authorization: Bearer <token>' header")
             reply_type = _content_type(request)
             encoding = request.headers.get("Content-Encoding", "").strip().lower()
-            length = request.content_length or 0
-            if length > config.max_body_bytes:
+            if (request.content_length or 0) > config.max_body_bytes:
                 raise HttpError(413, f"request body over {config.max_body_bytes} bytes")
-            if not receiver.budget.would_admit(length) or inflight.locked():
-                return _refuse(receiver, Outcome.BUSY, reply_type)
-            async with inflight:
-                try:
-                    body = await read_body(request, encoding, config.max_body_bytes)
-                except HttpError:
-                    raise
-                except Exception as exc:  # client went away or sent a broken chunked body
-                    raise HttpError(400, f"could not read the request body: {exc}") from None
+            reservation = receiver.budget.reserve()
+            try:
+                body = await read_body(request, encoding, config.max_body_bytes, reservation,
+                                       config.read_timeout_s, config.idle_timeout_s)
+            except HttpError:
+                raise
+            except Exception as exc:  # client went away or sent a broken chunked body
+                raise HttpError(400, f"could not read the request body: {exc}") from None
+            async with decoding:
                 if len(body) > OFFLOAD_BYTES:  # keep the loop answering while a big body is parsed
                     decoded = await asyncio.get_running_loop().run_in_executor(
                         None, _decode, signal, body, reply_type)
                 else:
                     decoded = _decode(signal, body, reply_type)
-                del body
-                outcome = await receiver.export(signal, decoded.request, decoded.items, decoded.size)
+            del body
+            outcome = await receiver.export(decoded, reservation)
+            reservation = None  # the receiver owns it now
             if outcome is not Outcome.OK:
                 return _refuse(receiver, outcome, reply_type)
             return _reply(200, reply_type)
         except HttpError as exc:
             receiver.reject(f"http_{exc.status}")
-            return _reply(exc.status, reply_type, exc.message)
+            response = _reply(exc.status, reply_type, exc.message)
+            if exc.status == 408:
+                response.force_close()  # a stalled sender: free the connection now
+            return response
+        finally:
+            if reservation is not None:
+                reservation.release()
 
     app = web.Application(client_max_size=config.max_body_bytes + 1)
     app.router.add_route("*", "/{tail:.*}", handle)
     return app
 
 
-def _decode(signal: str, body: bytes, content_type: str) -> Decoded:
+def _decode(signal: str, body: bytearray, content_type: str) -> Decoded:
     try:
         return decode_protobuf(signal, body) if content_type == PROTOBUF else decode_json(signal, body)
     except BadPayload as exc:

@@ -22,6 +22,7 @@ from spanrl.collector.receiver import Receiver
 from spanrl.errors import InputError
 
 SHUTDOWN_GRACE_S = 10.0
+LINGER_S = 2.0  # after an early answer (408, 413, 429), unread body bytes are discarded this long, then close
 
 
 @dataclass
@@ -52,7 +53,7 @@ class EmbeddedCollector:
             raise InputError(f"cannot bind gRPC {host}:{self.config.grpc_port} (in use?); pick another --grpc-port")
         await self._grpc.start()
         self._runner = web.AppRunner(build_app(self.receiver), access_log=None, handle_signals=False,
-                                     shutdown_timeout=SHUTDOWN_GRACE_S,
+                                     shutdown_timeout=SHUTDOWN_GRACE_S, lingering_time=LINGER_S,
                                      auto_decompress=False)  # we decompress, bounded (zip bombs)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, self.config.http_port, reuse_port=False)
@@ -79,16 +80,50 @@ def _grpc_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-async def run_until_signal(config: CollectorConfig, on_ready: Callable[[Endpoints], None]) -> dict[str, int]:
-    """Runs until SIGTERM/SIGINT, then shuts down gracefully; returns the counters."""
+async def run_until_signal(config: CollectorConfig, on_ready: Callable[[Endpoints], None],
+                           on_report: Callable[[str], None] = print) -> dict[str, int]:
+    """Runs until SIGTERM/SIGINT, then shuts down gracefully; returns the counters.
+
+    Every ``config.report_s`` seconds in which a request was refused, ``on_report`` gets one line with
+    the refusals of that interval and since start, so an operator sees back-pressure (429/503), bad
+    senders (400/401/413) and stalled ones (408) without a line per request.
+    """
     collector = EmbeddedCollector(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     endpoints = await collector.start()
-    on_ready(endpoints)
-    await stop.wait()
-    await collector.stop()
     assert collector.receiver is not None
+    on_ready(endpoints)
+    reports = asyncio.create_task(_report_refusals(collector.receiver, config.report_s, stop, on_report))
+    await stop.wait()
+    await reports
+    await collector.stop()
     return dict(collector.receiver.stats)
+
+
+async def _report_refusals(receiver: Receiver, every_s: float, stop: asyncio.Event,
+                           on_report: Callable[[str], None]) -> None:
+    if every_s <= 0:
+        return
+    last: dict[str, int] = {}
+    while not stop.is_set():
+        try:
+            await asyncio.wait_for(stop.wait(), every_s)
+        except TimeoutError:
+            pass
+        now = receiver.refusals()
+        line = format_refusals(now, last, every_s)
+        if line:
+            on_report(line)
+        last = now
+
+
+def format_refusals(now: dict[str, int], last: dict[str, int], every_s: float) -> str:
+    """``refused in the last 60s: http_429=3 grpc_unavailable=1 (since start: ...)``, or "" if none."""
+    delta = {k: v - last.get(k, 0) for k, v in now.items() if v > last.get(k, 0)}
+    if not delta:
+        return ""
+    fmt = lambda counts: " ".join(f"{k}={v}" for k, v in sorted(counts.items()))  # noqa: E731
+    return f"spanrl collector: refused in the last {every_s:g}s: {fmt(delta)} (since start: {fmt(now)})"

@@ -42,7 +42,12 @@ class RotatingFile:
 
     Unlike the collector we write the payload and its newline in one call, so a rotated file always ends
     with ``\\n``; a line bigger than the limit goes alone into a fresh file (lumberjack refuses it).
-    On open, a torn last line (kill -9 mid-write) is closed with ``\\n`` so it never merges with new data.
+    A torn last line (kill -9 mid-write) is closed with ``\\n`` before the next write, so it never merges
+    with new data.
+
+    A full disk never stops it: when the active file cannot be opened or created (no space, no inode),
+    at start or at a rotation, it stays closed and every write tries to open it again, so the writer
+    recovers by itself once space is freed.
     """
 
     def __init__(self, path: Path, max_bytes: int, fsync: bool = False,
@@ -52,27 +57,38 @@ class RotatingFile:
         self.fsync = fsync
         self._clock = clock
         self._fd = -1
+        self._torn = False  # the file ends in a torn line: write "\n" before the next line
         self.size = 0
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._open()
+        try:
+            self._open()
+        except OSError as exc:
+            if exc.errno not in _NO_SPACE:
+                raise  # a wrong path or permissions: say so at start
 
     def _open(self) -> None:
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        self.size = os.fstat(self._fd).st_size
-        if self.size and _last_byte(self.path) != b"\n":
-            self._write_all(b"\n")
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = fd
+        self.size = os.fstat(fd).st_size
+        self._torn = bool(self.size) and _last_byte(self.path) != b"\n"
 
     def _write_all(self, data: bytes) -> None:
-        view = memoryview(data)
         start = self.size
         try:
-            while view:
-                n = os.write(self._fd, view)
-                view = view[n:]
-                self.size += n
+            if self._torn:
+                self._write_raw(b"\n")
+            self._write_raw(data)
         except OSError:
             self._undo(start)
             raise
+        self._torn = False
+
+    def _write_raw(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
+            self.size += n
 
     def _undo(self, size: int) -> None:
         """Cuts a partial write back off so the file never holds half a line followed by more lines."""
@@ -92,26 +108,28 @@ class RotatingFile:
         os.rename(self.path, target)  # first, so a failure leaves the active file as it was
         os.close(self._fd)
         self._fd = -1
-        self._open()
+        self._open()  # may fail (no space, no inode): the next write opens it again
         if self.fsync:
             _fsync_dir(self.path.parent)
         return target
 
     def write_lines(self, lines: list[bytes]) -> None:
         """Writes lines (each ending in ``\\n``), rotating between lines when the limit would be passed."""
+        if self._fd < 0:
+            self._open()
         chunk: list[bytes] = []
         chunk_size = 0
         for line in lines:
             if chunk_size + self.size + len(line) > self.max_bytes and self.size + chunk_size > 0:
                 if chunk:
-                    self._write_all(b"".join(chunk))
+                    self._write_all(_joined(chunk))
                     chunk, chunk_size = [], 0
                 self._sync()
                 self.rotate()
             chunk.append(line)
             chunk_size += len(line)
         if chunk:
-            self._write_all(b"".join(chunk))
+            self._write_all(_joined(chunk))
         self._sync()
 
     def _sync(self) -> None:
@@ -123,6 +141,14 @@ class RotatingFile:
             self._sync()
             os.close(self._fd)
             self._fd = -1
+
+
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _joined(lines: list[bytes]) -> bytes:
+    """One buffer for one write; a single (possibly huge) line is written as it is, not copied."""
+    return lines[0] if len(lines) == 1 else b"".join(lines)
 
 
 def _last_byte(path: Path) -> bytes:
@@ -148,6 +174,7 @@ class WriteItem:
     to_line: Callable[[Any], bytes]
     size: int
     future: Future[Outcome]
+    release: Callable[[], None] | None = None  # gives the request's memory back once it is answered
 
 
 _STOP = object()
@@ -206,7 +233,11 @@ class SignalWriter:
         by_signal: dict[str, list[tuple[WriteItem, bytes]]] = {}
         for item in items:
             try:
-                by_signal.setdefault(item.signal, []).append((item, item.to_line(item.request) + b"\n"))
+                line = item.to_line(item.request)
+                item.request = None  # the message can go as soon as its line exists (big batches)
+                if not line.endswith(b"\n"):
+                    line += b"\n"
+                by_signal.setdefault(item.signal, []).append((item, line))
             except Exception:  # a serialiser bug must not kill the thread
                 self.errors["internal"] += 1
                 self._finish(item, Outcome.INTERNAL)

@@ -61,6 +61,7 @@ def build_transitions(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None =
         spans_files = con.execute("SELECT DISTINCT unnest(source_files) FROM transitions").fetchall()
         sources = sorted({f for (f,) in spans_files} | set(stats["feedback_files"]))
         config = {**cfg.to_dict(), "air_rules": rules_as_dicts(setup.air_rules), "advantage_eps": EPS}
+        stats["config_changed"] = changed_row_config(latest_manifest(cfg.data), config)
         if n_rows == 0:
             return BuildResult("empty", None, None, 0, stats)
         return _write(cfg.data, con, n_rows, config, sources, stats)
@@ -129,6 +130,20 @@ def _write(data: Path, con: duckdb.DuckDBPyConnection, n_rows: int, config: dict
         path = draft.commit(config, sources, stats)
         _crash_point("after_commit")
         return BuildResult("written", draft.snapshot_id, path, n_rows, stats)
+
+
+# Config keys that only say how a run goes, not which rows it makes: a change in any other key means
+# every transition may differ (a full rebuild), and the summary says so.
+OPERATIONAL_KEYS = frozenset({"data", "input", "no_transitions", "memory_limit", "threads", "config_file"})
+
+
+def changed_row_config(latest: dict[str, Any] | None, config: dict[str, Any]) -> list[str]:
+    """The row-shaping config keys whose value differs from the latest snapshot's (sorted)."""
+    if not latest or not latest.get("config"):
+        return []
+    old = latest["config"]
+    keys = (set(old) | set(config)) - OPERATIONAL_KEYS
+    return sorted(k for k in keys if old.get(k) != config.get(k))
 
 
 def _crash_point(point: str) -> None:
@@ -203,6 +218,9 @@ def print_summary(result: BuildResult) -> None:
                       f"{adv['batch_fallback_rollouts']} rollouts on the batch baseline")
     if s.get("orphan_spans"):
         table.add_row("orphan spans re-attached", f"{s['orphans_reattached']} of {s['orphan_spans']}")
+    if s.get("config_changed"):
+        table.add_row("stage-2 config changed", ", ".join(s["config_changed"])
+                      + ": every rollout was rebuilt with the new config (LATEST's config differs)")
     if s.get("feedback_unknown_keys"):
         table.add_row("feedback with unknown key", f"{s['feedback_unknown_keys']}: " + ", ".join(s["feedback_unknown"]))
     console = Console()

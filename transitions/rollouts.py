@@ -11,7 +11,7 @@ views cannot take bound parameters; an unset variable is NULL and means "not con
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import duckdb
@@ -67,15 +67,17 @@ def set_variables(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> None:
         con.execute(f"SET VARIABLE {name} = (SELECT $v)", {"v": value})
 
 
-def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materialize: bool) -> Stage2Setup:
-    """Create every stage-2 object on ``con`` (which must already have spans, llm_calls, tool_calls)."""
+def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materialize: bool,
+                    rules: list[AirRule] | None = None) -> Stage2Setup:
+    """Create every stage-2 object on ``con`` (which must already have spans, llm_calls, tool_calls).
+    ``rules``: the AIR rules to apply (default: those of ``cfg.config_file``)."""
     if materialize:
         _materialize_stage1(con)
     _check_stage1(con)
     con.execute(read_sql("rollouts/macros"))
     set_variables(con, cfg)
     files = load_feedback(con, cfg.data)
-    rules = load_air_rules(cfg.config_file)
+    rules = load_air_rules(cfg.config_file) if rules is None else rules
     for name, path, heavy in STAGE2_OBJECTS:
         _create(con, name, "TABLE" if materialize and heavy else "VIEW", read_sql(path))
         if name == _AIR_AFTER:
@@ -88,13 +90,32 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materiali
 
 def register_lake_views(con: duckdb.DuckDBPyConnection, data: Path) -> bool:
     """``rewards``, ``rollouts`` (and their helpers) as views for ``spanrl sql``; False on a lake
-    without LLM-call views yet. Config comes from ``DATA/spanrl.toml`` like the builder's."""
-    from spanrl.ingest.config import make_ingest_config
+    without LLM-call views yet.
 
+    The views use the stage-2 config the latest snapshot was built with (flags such as
+    ``--rollout-key`` included, and its AIR rules), so SQL and snapshots agree on what a rollout is;
+    only a lake without a snapshot yet falls back to ``DATA/spanrl.toml``.
+    """
     if _missing_stage1(con):
         return False
-    register_stage2(con, make_ingest_config(data=Path(data)), materialize=False)
+    cfg, rules = lake_config(Path(data))
+    register_stage2(con, cfg, materialize=False, rules=rules)
     return True
+
+
+def lake_config(data: Path) -> tuple[IngestConfig, list[AirRule] | None]:
+    """The stage-2 config (and AIR rules) of the latest snapshot; spanrl.toml when there is none."""
+    from spanrl.ingest.config import make_ingest_config
+    from spanrl.transitions.snapshot import latest_manifest
+
+    manifest = latest_manifest(data)
+    stored = dict((manifest or {}).get("config") or {})
+    if not stored:
+        return make_ingest_config(data=data), None
+    known = {f.name for f in fields(IngestConfig)}
+    values = {k: v for k, v in stored.items() if k in known and k not in ("data", "config_file", "input")}
+    rules = [AirRule(**r) for r in stored.get("air_rules", [])] if "air_rules" in stored else None
+    return IngestConfig(data=data, **values), rules
 
 
 def _create(con: duckdb.DuckDBPyConnection, name: str, kind: str, body: str) -> None:

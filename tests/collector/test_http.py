@@ -197,7 +197,7 @@ def test_full_queue_gets_429_with_retry_after(tmp_path: Path, monkeypatch: pytes
     async def go() -> tuple[int, int, str | None]:
         async with inprocess_collector(tmp_path, queue_items=1) as (col, http, _g), aiohttp.ClientSession() as s:
             first = asyncio.ensure_future(post(s, http + "/v1/traces", body))
-            await await_until(lambda: col.receiver.budget.items == 1, "the first request to be queued")
+            await await_until(lambda: col.receiver.budget.queued == 1, "the first request to be queued")
             second = await post(s, http + "/v1/traces", body)
             gate.set()
             return (await first)[0], second[0], second[2].get("Retry-After")
@@ -243,7 +243,7 @@ def test_stop_drains_in_flight_requests(tmp_path: Path, monkeypatch: pytest.Monk
         async with aiohttp.ClientSession() as s:
             sends = [asyncio.ensure_future(post(s, url, make_traces(2, name=f"d{i}").SerializeToString()))
                      for i in range(20)]
-            await await_until(lambda: collector.receiver.budget.items == 20, "all 20 requests to be queued")
+            await await_until(lambda: collector.receiver.budget.queued == 20, "all 20 requests to be queued")
             stopping = asyncio.ensure_future(collector.stop())
             await await_until(lambda: not port_accepts(ep.http_port), "the HTTP port to stop accepting")
             gate.set()

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from spanrl.collector.decode import decode_json
 from spanrl.collector.otlpjson import format_double, logs_to_json, quote, traces_to_json
-from spanrl.collector.receiver import decode_json
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "collector"
 TRACE_ID = bytes.fromhex("5b8efff798038103d269b633813fc60c")

@@ -174,6 +174,8 @@ def test_agent_filter_and_second_ingest(lake) -> None:
     out = _spanrl("transitions", "build", "--data", data, "--settle", "0s", "--agent", "^writer$",
                   "--rollout-key", "session.id", "--credit", "discounted", "--gamma", "0.5", "--advantage", "none")
     assert "snapshot" in out
+    changed = next(line for line in out.splitlines() if "stage-2 config changed" in line)
+    assert all(k in changed for k in ("agent", "credit", "gamma", "advantage")), changed
     table, _ = read_snapshot(data)
     assert set(table["agent_name"].to_pylist()) == {"writer"}
     team = _by_rollout(table)[lake["runs"][3]["trace_id"]]
@@ -202,8 +204,9 @@ def test_agent_filter_and_second_ingest(lake) -> None:
     out = _spanrl("transitions", "build", "--data", data, "--settle", "0s", "--rollout-key", "session.id")
     assert "unchanged" in out
     assert read_snapshot(data)[1]["snapshot_id"] == manifest["snapshot_id"]
-    # the same rollouts and rewards are plain views for `spanrl sql`, configured by DATA/spanrl.toml
-    (lake["data"] / "spanrl.toml").write_text('[ingest]\nsettle_s = 0\nrollout_key = "session.id"\n')
+    # the same rollouts and rewards are plain views for `spanrl sql`, with the config the snapshot was
+    # built with (--rollout-key was a flag: no spanrl.toml says it; a trace-keyed view would count 21)
+    assert not (lake["data"] / "spanrl.toml").exists()
     out = _spanrl("sql", "--data", data, "--format", "csv",
                   "select count(*) filter (where complete), count(*) filter (where final_reward is null), "
                   "(select count(*) from rewards where source = 'feedback') from rollouts")
