@@ -207,7 +207,7 @@ def plot_history(rows: list[dict[str, Any]], path: Path) -> Path:
     twin.set_ylabel("AIR hits")
     twin.set_ylim(bottom=0, top=max([v for v in series("air_hits") if v == v] + [1]) * 1.1)  # counts: from 0
     twin.yaxis.get_major_locator().set_params(integer=True)
-    twin.legend(fontsize=8, loc="upper right")
+    twin.legend(fontsize=8, loc="center right")
     for a in axes.flat:
         a.set_xticks(x)
     fig.tight_layout()
