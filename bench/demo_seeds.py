@@ -104,7 +104,7 @@ def render(results: list[dict], out: Path) -> None:
     import matplotlib.pyplot as plt
 
     arms = [a for a in ARMS if any(r["arm"] == a for r in results)]
-    lines = ["| arm | seeds | held-out cycle 0 (64) | held-out last (64) | gain last - 0 | first-16 per cycle | "
+    lines = ["| arm | seeds | held-out cycle 0 (all tasks) | held-out last (all tasks) | gain last - 0 | first-16 per cycle | "
              "tool err rate per cycle | promoted |", "|---|---|---|---|---|---|---|---|"]
     fig, axes = plt.subplots(1, 3, figsize=(18, 4.5))
     for arm in arms:
