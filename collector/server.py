@@ -16,6 +16,7 @@ import grpc
 from aiohttp import web
 
 from spanrl.collector.config import CollectorConfig
+from spanrl.collector.lock import CollectorLock
 from spanrl.collector.otlpgrpc import build_server
 from spanrl.collector.otlphttp import build_app
 from spanrl.collector.receiver import Receiver
@@ -39,9 +40,16 @@ class EmbeddedCollector:
         self.receiver: Receiver | None = None
         self._runner: web.AppRunner | None = None
         self._grpc: grpc.aio.Server | None = None
+        self._lock = CollectorLock(config.data_root)
 
     async def start(self) -> Endpoints:
-        self.receiver = Receiver(self.config)
+        if not self.config.discard:  # the data root's one writer (a second collector is refused)
+            self._lock.acquire()
+        try:
+            self.receiver = Receiver(self.config)
+        except BaseException:
+            self._lock.release()
+            raise
         host = self.config.host
         self._grpc = build_server(self.receiver)
         try:
@@ -74,6 +82,7 @@ class EmbeddedCollector:
                              runner.cleanup() if runner else asyncio.sleep(0))
         if self.receiver is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.receiver.close)
+        self._lock.release()
 
 
 def _grpc_host(host: str) -> str:

@@ -35,6 +35,10 @@ class IngestConfig:
     gamma: float = field(default=0.95, metadata={"help": "Discount for --credit discounted."})
     advantage: str = field(default="group", metadata={"help": "group | batch | none."})
     missing_reward: str = field(default="drop", metadata={"help": "drop | zero: rollouts without reward."})
+    hierarchy_repair: bool = field(
+        default=True,
+        metadata={"help": "Attribute an LLM call with no agent ancestor to the tightest agent span enclosing it in time."},
+    )
     settle_s: float = field(default=600.0, metadata={"help": "Quiet time before a rollout is complete."})
     memory_limit: str = field(default="2GB", metadata={"help": "DuckDB memory limit (spills beyond)."})
     threads: int | None = field(default=None, metadata={"help": "DuckDB threads (default: all cores)."})

@@ -32,10 +32,12 @@ from spanrl.options import data_option
               help="OTLP/HTTP base URL for the server's own spans (default: $OTEL_EXPORTER_OTLP_ENDPOINT; none: no export).")
 @click.option("--capture-messages/--no-capture-messages", default=True, show_default=True,
               help="Record gen_ai.input/output.messages on the server's spans (token ids are always recorded).")
+@click.option("--temperature", default=None, type=float,
+              help="Sample at this temperature whatever requests ask (e.g. 0.8 for `spanrl rollout` groups).")
 def serve(data: Path, model: Path, adapter: str | None, host: str, port: int, served_model_name: str | None,
           max_batch: int, batch_wait_ms: float, max_tokens: int, device: str, threads: int | None,
           continuous_batching: bool, otlp_endpoint: str | None,
-          capture_messages: bool) -> None:
+          capture_messages: bool, temperature: float | None) -> None:
     """OpenAI-compatible chat server (transformers + peft) that traces its own token ids.
 
     Batches concurrent requests, hot-loads a new adapter when adapters/LATEST changes (between
@@ -55,5 +57,5 @@ def serve(data: Path, model: Path, adapter: str | None, host: str, port: int, se
                          served_model_name=served_model_name, max_batch=max_batch, batch_wait_ms=batch_wait_ms,
                          max_tokens=max_tokens, device=device, threads=threads,
                          continuous_batching=continuous_batching, otlp_endpoint=otlp_endpoint,
-                         capture_messages=capture_messages)
+                         capture_messages=capture_messages, temperature=temperature)
     run_server(config)

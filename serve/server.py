@@ -65,6 +65,8 @@ class ServeConfig:
     continuous_batching: bool = field(default=True, metadata={"help": "Let waiting requests join a running batch between decode steps."})
     otlp_endpoint: str | None = field(default=None, metadata={"help": "OTLP/HTTP base URL for the server's spans (default: OTEL_EXPORTER_OTLP_ENDPOINT)."})
     capture_messages: bool = field(default=True, metadata={"help": "Put gen_ai.input/output.messages on the span."})
+    temperature: float | None = field(default=None, metadata={"help": "Sample at this temperature whatever the "
+                                      "request asks (rollout groups need diversity; agents often send 0)."})
 
     def __post_init__(self) -> None:
         if self.max_batch < 1:
@@ -75,6 +77,8 @@ class ServeConfig:
             raise InputError(f"--threads must be at least 1, got {self.threads}")
         if self.max_tokens < 1:
             raise InputError(f"--max-tokens must be at least 1, got {self.max_tokens}")
+        if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
+            raise InputError(f"--temperature must be in [0, 2], got {self.temperature}")
 
 
 # --------------------------------------------------------------------------- the server
@@ -167,6 +171,8 @@ class ChatServer:
         span = None
         try:
             body = await json_body(request)
+            if self.config.temperature is not None:  # forced: the span records what was really used
+                body = {**body, "temperature": self.config.temperature}
             model = body.get("model") or self.name
             if not isinstance(model, str):
                 raise ApiError(f"model must be a string, got {model!r}", param="model")

@@ -70,12 +70,16 @@ def ingest(data: Path, settle: str | None, **flags) -> None:
 def _register() -> None:
     from spanrl.collector.cli import collector
     from spanrl.demo.cli import demo, report
+    from spanrl.export.cli import export
+    from spanrl.judge.cli import judge
     from spanrl.query.cli import sql
+    from spanrl.rollout.cli import rollout, tasks
     from spanrl.serve.cli import serve
     from spanrl.trainer.cli import adapters, train
     from spanrl.transitions.cli import transitions
 
-    for command in (collector, ingest, transitions, sql, train, adapters, serve, demo, report):
+    for command in (collector, ingest, transitions, sql, train, adapters, serve, demo, report, tasks, rollout, judge,
+                    export):
         cli.add_command(command)
 
 

@@ -20,6 +20,7 @@ COMMANDS = [
     ["serve"],
     ["demo"],
     ["report"],
+    ["export"],
 ]
 
 

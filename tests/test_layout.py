@@ -22,6 +22,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "trainer": {"transitions"},
     "serve": {"trainer"},
     "demo": {"collector", "ingest", "transitions", "query", "trainer", "serve"},
+    "export": {"transitions"},  # reads snapshots through the reader API only
+    "rollout": {"collector", "query"},  # an embedded collector; past user inputs through the query connection
+    "judge": {"transitions"},  # trajectories from snapshots; its scores leave as feedback files
 }
 STAGES = set(MAY_IMPORT)
 SHARED = {"spanrl.errors", "spanrl.options", "spanrl.sqlfiles", "spanrl.publish", "spanrl"}

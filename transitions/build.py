@@ -162,6 +162,7 @@ def collect_stats(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
                FROM (SELECT rollout_id, task_id, any_value(final_reward) AS fr FROM transition_rows GROUP BY ALL)""")
     rows = one("SELECT count(*) FROM transition_rows")[0]
     tree = one("SELECT count(*) FILTER (WHERE orphan), count(*) FILTER (WHERE repaired) FROM _span_tree")
+    agents = one("SELECT count(agent_name), count(*) FILTER (WHERE ambiguous) FROM _agent_repairs")
     calls = one("""SELECT count(*), count(*) FILTER (WHERE c.output_message IS NULL)
                    FROM _rollout_calls c JOIN rollouts r USING (rollout_id) WHERE r.complete""")
     times = one("""SELECT min(started_ns), max(ended_ns) FROM rollouts
@@ -176,6 +177,7 @@ def collect_stats(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         "reward": {"min": t[3], "max": t[4], "mean": t[5], "std": t[6]},
         "llm_calls_complete": calls[0], "llm_calls_without_response": calls[1],
         "orphan_spans": tree[0], "orphans_reattached": tree[1],
+        "agent_calls_repaired": agents[0], "agent_repairs_ambiguous": agents[1],
         "rewards_by_source": pairs("SELECT source, count(*) FROM rewards GROUP BY 1 ORDER BY 1"),
         "air_hits_by_rule": pairs("SELECT name, count(*) FROM _air_hits GROUP BY 1 ORDER BY 1"),
         "reward_mean_by_task": [
@@ -218,6 +220,9 @@ def print_summary(result: BuildResult) -> None:
                       f"{adv['batch_fallback_rollouts']} rollouts on the batch baseline")
     if s.get("orphan_spans"):
         table.add_row("orphan spans re-attached", f"{s['orphans_reattached']} of {s['orphan_spans']}")
+    if s.get("agent_calls_repaired") or s.get("agent_repairs_ambiguous"):
+        table.add_row("agents by hierarchy repair",
+                      f"{s['agent_calls_repaired']} calls ({s['agent_repairs_ambiguous']} ambiguous, left without)")
     if s.get("config_changed"):
         table.add_row("stage-2 config changed", ", ".join(s["config_changed"])
                       + ": every rollout was rebuilt with the new config (LATEST's config differs)")

@@ -25,6 +25,8 @@ def stage2_options(func):
                      help="Rollouts with no reward: drop them or count 0 [drop]."),
         click.option("--reward-key", "reward_keys", multiple=True, metavar="ATTR",
                      help="Attribute holding a reward (span, event or log attribute); repeat or comma-list."),
+        click.option("--no-hierarchy-repair", "hierarchy_repair", flag_value=False, default=None,
+                     help="Keep an LLM call with no agent ancestor unattributed even when an agent span encloses it in time."),
         click.option("--settle", default=None, help="Quiet time before a rollout counts as complete [10m]."),
         click.option("--memory-limit", default=None, help="DuckDB memory limit; spills to disk beyond [2GB]."),
         click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,

@@ -28,6 +28,7 @@ STAGE2_OBJECTS: list[tuple[str, str, bool]] = [
     ("_span_tree", "rollouts/_span_tree", True),
     ("_trace_rollouts", "rollouts/_trace_rollouts", True),
     ("_rollout_status", "rollouts/_rollout_status", True),
+    ("_agent_repairs", "rollouts/_agent_repairs", True),
     ("_rollout_calls", "rollouts/_rollout_calls", False),
     ("_rollout_tasks", "rollouts/_rollout_tasks", True),
     ("_explicit_rewards", "rewards/_explicit_rewards", False),
@@ -61,6 +62,7 @@ def set_variables(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> None:
         "spanrl_settle_ns": int(cfg.settle_s * 1e9),
         "spanrl_missing_reward": cfg.missing_reward,
         "spanrl_reward_keys": cfg.reward_keys or None,  # VARCHAR[] of --reward-key names
+        "spanrl_hierarchy_repair": cfg.hierarchy_repair,
     }
     for name, value in values.items():
         # SET VARIABLE takes no parameters; a constant subquery does (the name is ours, not user input).
@@ -74,6 +76,7 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materiali
     if materialize:
         _materialize_stage1(con)
     _check_stage1(con)
+    con.execute(read_lake_sql("llm_macros"))  # spanrl_span_agent (hierarchy repair), on any connection
     con.execute(read_sql("rollouts/macros"))
     set_variables(con, cfg)
     files = load_feedback(con, cfg.data)

@@ -3,7 +3,7 @@
 -- here with UNION ALL BY NAME. A call seen twice (two instrumentations on one client, a client span
 -- plus the serving engine's span) is ONE row: spans sharing gen_ai.response.id, or a call span whose
 -- parent is a call span, form one group; the row comes from the member with messages, preferring
--- the client side and the richest convention; token ids come from whichever member has them.
+-- the client side and the richest convention; token ids from the best-ranked member that has them.
 -- agent_name: the nearest span at or above the call that is an agent (invoke_agent /
 -- gen_ai.agent.name, OpenInference AGENT, agent.name, traceloop.span.kind = agent, a LangGraph node).
 WITH RECURSIVE conv AS MATERIALIZED (
@@ -85,10 +85,17 @@ multi AS (  -- a call seen twice or more: the best-ranked member, filled in from
            coalesce(arg_min(m_finish, rank_key), any_value(m_finish)) AS finish_reason,
            coalesce(arg_min(m_input_tokens, rank_key), any_value(m_input_tokens)) AS input_tokens,
            coalesce(arg_min(m_output_tokens, rank_key), any_value(m_output_tokens)) AS output_tokens,
-           any_value(attr_int_list(token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids')) AS prompt_token_ids,
-           any_value(attr_int_list(token_attrs, 'spanrl.response_token_ids', 'response_token_ids')) AS response_token_ids,
-           any_value(try_cast(json_or_text(json_extract(token_attrs, '$."spanrl.response_logprobs"')) AS FLOAT[])) AS response_logprobs,
-           coalesce(arg_min(m_temperature, rank_key), any_value(m_temperature)) AS temperature,
+           -- token ids: the best-ranked member that has them (the first of two spans sharing a response id)
+           arg_min(attr_int_list(token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids'), rank_key)
+               FILTER (WHERE attr_int_list(token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids') IS NOT NULL) AS prompt_token_ids,
+           arg_min(attr_int_list(token_attrs, 'spanrl.response_token_ids', 'response_token_ids'), rank_key)
+               FILTER (WHERE attr_int_list(token_attrs, 'spanrl.response_token_ids', 'response_token_ids') IS NOT NULL) AS response_token_ids,
+           arg_min(try_cast(json_or_text(json_extract(token_attrs, '$."spanrl.response_logprobs"')) AS FLOAT[]), rank_key)
+               FILTER (WHERE json_extract(token_attrs, '$."spanrl.response_logprobs"') IS NOT NULL) AS response_logprobs,
+           -- the engine's temperature when a member sampled (token ids): what its log-probs were taken at
+           -- (`spanrl serve --temperature` overrides the client's request)
+           coalesce(any_value(m_temperature) FILTER (WHERE token_attrs IS NOT NULL),
+                    arg_min(m_temperature, rank_key), any_value(m_temperature)) AS temperature,
            any_value(rid) AS response_id,
            arg_min(status_code, rank_key) AS status_code
     FROM grouped AS g
@@ -99,21 +106,9 @@ calls AS MATERIALIZED (  -- one row per call
     SELECT * FROM single UNION ALL BY NAME SELECT * FROM multi
 ),
 tree AS (
-    SELECT trace_id, span_id, parent_span_id,
-           coalesce(x[1], x[2], CASE WHEN x[3] = 'agent' THEN x[4] END,
-                    nullif(regexp_extract("name", '^invoke_agent (.+)$', 1), ''),
-                    CASE WHEN x[5] = 'AGENT' OR x[6] = 'invoke_agent' THEN "name" END,
-                    -- a LangGraph node is the agent of the calls made inside it: OpenInference keeps
-                    -- LangChain's run metadata as JSON text in `metadata` (on the node's span and on
-                    -- the LLM span itself), OpenLLMetry as association properties, LangSmith flat
-                    x[7], x[8], CASE WHEN lg THEN json_extract_string(try_cast(x[9] AS JSON), '$.langgraph_node') END) AS agent
-    FROM (SELECT s.trace_id, s.span_id, s.parent_span_id, s."name",
-                 contains(CAST(s.attributes AS VARCHAR), 'langgraph_node') AS lg,
-                 -- one parse of the attributes for every value read here
-                 json_extract_string(s.attributes, ['$."gen_ai.agent.name"', '$."agent.name"', '$."traceloop.span.kind"',
-                     '$."traceloop.entity.name"', '$."openinference.span.kind"', '$."gen_ai.operation.name"',
-                     '$."traceloop.association.properties.langgraph_node"', '$."langsmith.metadata.langgraph_node"',
-                     '$."metadata"']) AS x
+    SELECT trace_id, span_id, parent_span_id, spanrl_span_agent("name", attributes, x) AS agent
+    FROM (SELECT s.trace_id, s.span_id, s.parent_span_id, s."name", s.attributes,
+                 spanrl_agent_attrs(s.attributes) AS x  -- one parse of the attributes per span
           FROM spans AS s SEMI JOIN calls AS c ON c.trace_id = s.trace_id)
 ),
 walk(trace_id, call_span_id, span_id, depth) AS (

@@ -184,3 +184,22 @@ CREATE OR REPLACE MACRO chat_tools(j) AS nullif(to_json(flatten(list_transform(
             'parameters', coalesce(json_or_text(json_extract(t, '$.parameters')), json_extract(t, '$.input_schema'),
                                    json_or_text(json_extract(t, '$.inputSchema')), json_extract(t, '$.parameters_json_schema'))))]
     ELSE [] END))), '[]');
+
+-- The agent a span names (the agent_name of the LLM calls at or below it; NULL when it names none):
+-- gen_ai.agent.name, agent.name (Agent Lightning, AgentOps), traceloop.span.kind = agent (its entity
+-- name), "invoke_agent X" span names, OpenInference AGENT / gen_ai.operation.name = invoke_agent
+-- (the span name), a LangGraph node: OpenInference keeps LangChain's run metadata as JSON text in
+-- `metadata` (on the node's span and on the LLM span itself), OpenLLMetry as association
+-- properties, LangSmith flat. x = spanrl_agent_attrs(attributes), parsed once by the caller.
+CREATE OR REPLACE MACRO spanrl_agent_attrs(attributes) AS
+    json_extract_string(attributes, ['$."gen_ai.agent.name"', '$."agent.name"', '$."traceloop.span.kind"',
+        '$."traceloop.entity.name"', '$."openinference.span.kind"', '$."gen_ai.operation.name"',
+        '$."traceloop.association.properties.langgraph_node"', '$."langsmith.metadata.langgraph_node"',
+        '$."metadata"']);
+CREATE OR REPLACE MACRO spanrl_span_agent(span_name, attributes, x) AS
+    coalesce(x[1], x[2], CASE WHEN x[3] = 'agent' THEN x[4] END,
+             nullif(regexp_extract(span_name, '^invoke_agent (.+)$', 1), ''),
+             CASE WHEN x[5] = 'AGENT' OR x[6] = 'invoke_agent' THEN span_name END,
+             x[7], x[8],
+             CASE WHEN contains(CAST(attributes AS VARCHAR), 'langgraph_node')
+                  THEN json_extract_string(try_cast(x[9] AS JSON), '$.langgraph_node') END);

@@ -104,9 +104,13 @@ class FakeOpenAI:
         await stream.write(b"data: [DONE]\n\n")
         return stream
 
+    async def _models(self, _request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+
     async def _start(self) -> None:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)

@@ -109,10 +109,11 @@ def lake(tmp_path_factory):
             "output.value": json.dumps({"id": "resp-1"}), "output.mime_type": "application/json"}),
         span("chat gpt-x", tid, inner, parent=outer, kind=3, start=T0 + 2, attrs={
             "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-x", "gen_ai.response.id": "resp-1",
-            "gen_ai.usage.input_tokens": 1, "gen_ai.usage.output_tokens": 1}),
+            "gen_ai.usage.input_tokens": 1, "gen_ai.usage.output_tokens": 1, "gen_ai.request.temperature": 0.0}),
     ], service="client"))
     lines.append(trace_line([span("chat gpt-x", tid, server, parent=inner, kind=2, start=T0 + 3, attrs={
-        "gen_ai.operation.name": "chat", "gen_ai.response.id": "resp-1", "spanrl.prompt_token_ids": [1, 2, 3],
+        "gen_ai.operation.name": "chat", "gen_ai.response.id": "resp-1", "gen_ai.request.temperature": 0.9,
+        "spanrl.prompt_token_ids": [1, 2, 3],
         "spanrl.response_token_ids": [4, 5], "spanrl.response_logprobs": [-0.5, -0.25]})], service="engine"))
     # a traceloop agent and a tool span without a call id (linked to its call by order)
     tid2, agent, call, tool = new_trace_id(), new_span_id(), new_span_id(), new_span_id()
@@ -174,6 +175,7 @@ def test_a_call_recorded_twice_is_one_row_with_engine_token_ids(lake) -> None:
     assert row["prompt_token_ids"] == [1, 2, 3] and row["response_token_ids"] == [4, 5]
     assert row["response_logprobs"] == pytest.approx([-0.5, -0.25])
     assert row["agent_name"] == "agent" and row["input_tokens"] == 1
+    assert row["temperature"] == pytest.approx(0.9)  # the engine sampled at 0.9 (a forced temperature), not 0
 
 
 def test_traceloop_agent_and_tool_linked_by_order(lake) -> None:

@@ -1,0 +1,68 @@
+"""What ``spanrl export`` is asked for, and what it did."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spanrl.errors import InputError
+from spanrl.export.formats import FORMATS, Format
+
+REWARD_COLUMNS = ("return", "final_reward", "advantage")
+
+
+@dataclass
+class ExportConfig:
+    """What ``spanrl export`` was asked for (``__post_init__`` refuses options that do not apply)."""
+
+    data: Path
+    format: str
+    out: Path
+    snapshot: str = "LATEST"
+    file_type: str | None = None  # parquet | jsonl; None = the format's default
+    reward_column: str = "return"
+    min_reward: float | None = None  # trl-sft, openai-ft
+    threshold: float = 0.5  # trl-kto: label = reward >= threshold
+    tokenizer: Path | None = None  # triplets: render text-only rows
+    overwrite: bool = False
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise InputError(f"--format {self.format!r}: choose one of {', '.join(FORMATS)}")
+        fmt = FORMATS[self.format]
+        self.file_type = self.file_type or fmt.file_types[0]
+        if self.file_type not in fmt.file_types:
+            raise InputError(f"--file-type {self.file_type}: {fmt.name} writes {' or '.join(fmt.file_types)}")
+        if self.reward_column not in REWARD_COLUMNS:
+            raise InputError(f"--reward-column {self.reward_column!r}: choose one of {', '.join(REWARD_COLUMNS)}")
+        if self.min_reward is not None and "min_reward" not in fmt.params:
+            raise InputError(f"--min-reward applies to trl-sft and openai-ft, not {fmt.name}; leave it out")
+        if self.tokenizer is not None and fmt.name != "triplets":
+            raise InputError(f"--tokenizer applies to --format triplets only, not {fmt.name}; leave it out")
+
+    @property
+    def spec(self) -> Format:
+        return FORMATS[self.format]
+
+
+@dataclass
+class ExportResult:
+    out: Path
+    file: Path
+    snapshot_id: str
+    rows_in: int
+    rows_out: int
+    left_out: dict[str, int] = field(default_factory=dict)  # drop_reason -> rows
+
+    def summary(self) -> str:
+        text = (f"exported {self.rows_out} rows from snapshot {self.snapshot_id} "
+                f"({self.rows_in} transitions) to {self.file}")
+        for reason, n in sorted(self.left_out.items()):
+            text += f"\n  left out {n}: {reason}"
+        return text
+
+
+def export_options(cfg: ExportConfig) -> dict[str, Any]:
+    """The options as the card records them (paths as text, unset ones left out)."""
+    return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items() if v is not None}

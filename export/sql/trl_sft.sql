@@ -1,0 +1,14 @@
+-- name: trl_sft
+-- TRL SFT, conversational language modelling: `messages` = the call's prompt messages + its response
+-- as the last (assistant) turn, `tools` as a JSON string (TRL's SFTTrainer json-loads it).
+-- Parameters: $reward_column, $min_reward (NULL: keep every row; else keep reward >= it).
+SELECT
+    CASE WHEN base_reason IS NOT NULL THEN base_reason
+         WHEN CAST($min_reward AS DOUBLE) IS NOT NULL AND coalesce(reward < CAST($min_reward AS DOUBLE), true)
+             THEN 'reward below --min-reward (or none)'
+    END AS drop_reason,
+    CASE WHEN base_reason IS NULL THEN list_append(export_trl_messages(prompt_messages),
+                                                   export_trl_message(response_message, 'assistant')) END AS messages,
+    tools, rollout_id, task_id, step, agent_name, reward
+FROM export_base($reward_column)
+ORDER BY rollout_id, step

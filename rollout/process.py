@@ -1,0 +1,130 @@
+"""One agent process per attempt: its own process group and its own environment.
+
+The command is run as given (no shell); ``{input}`` and ``{task_id}`` in its arguments are replaced.
+The input is also on stdin (from a file, so an agent that never reads it cannot block us) and in
+``SPANRL_TASK_INPUT``. The OTel and OpenAI variables are set for this process only. A timeout sends
+SIGTERM to the whole group (the SDK's exit hooks may still flush spans), then SIGKILL after a grace
+period; whatever the agent left running in its group is killed when it exits, too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import os
+import shlex
+import signal
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+from spanrl.rollout.runs import FAILED, OK, TIMEOUT, Attempt
+from spanrl.rollout.tasks import Task
+
+STDERR_TAIL_BYTES = 2000
+
+
+def substitute(command: list[str], task: Task) -> list[str]:
+    return [a.replace("{input}", task.input).replace("{task_id}", task.task_id) for a in command]
+
+
+def resource_attributes(existing: str | None, rollout_id: str, task_id: str) -> str:
+    """``OTEL_RESOURCE_ATTRIBUTES`` with ours appended (percent-encoded, as the spec's W3C-baggage
+    format requires); later keys win in the SDKs, so ours override a stale value the user set."""
+    ours = f"spanrl.rollout_id={quote(rollout_id, safe='')},spanrl.task_id={quote(task_id, safe='')}"
+    existing = (existing or "").strip().strip(",")
+    return f"{existing},{ours}" if existing else ours
+
+
+def agent_env(base: dict[str, str], att: Attempt, otlp: str, policy_url: str) -> dict[str, str]:
+    env = dict(base)
+    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp
+    env["OTEL_RESOURCE_ATTRIBUTES"] = resource_attributes(base.get("OTEL_RESOURCE_ATTRIBUTES"),
+                                                          att.rollout_id, att.task.task_id)
+    env["OPENAI_BASE_URL"] = policy_url
+    env.setdefault("OPENAI_API_KEY", "unused")  # the openai SDK refuses to start without one; local servers ignore it
+    env["SPANRL_TASK_INPUT"] = att.task.input
+    env["SPANRL_TASK_ID"] = att.task.task_id
+    env["SPANRL_ROLLOUT_ID"] = att.rollout_id
+    return env
+
+
+async def run_attempt(att: Attempt, command: list[str], env: dict[str, str], paths: tuple[Path, Path, Path],
+                      timeout_s: float, kill_grace_s: float) -> tuple[int, int]:
+    """Run the agent once; fills ``att`` (status, exit code, stderr tail, output hash); (start_ns, end_ns)."""
+    stdin_path, out_path, err_path = paths
+    stdin_path.write_text(att.task.input)
+    start_ns, t0 = time.time_ns(), time.monotonic()
+    with open(stdin_path, "rb") as fin, open(out_path, "wb") as fout, open(err_path, "wb") as ferr:
+        try:
+            proc = await asyncio.create_subprocess_exec(*substitute(command, att.task), stdin=fin, stdout=fout,
+                                                        stderr=ferr, env=env, start_new_session=True)
+        except OSError as exc:  # not found, not executable: a failed attempt, not a crash of the runner
+            ferr.write(f"spanrl rollout: cannot start {command[0]!r}: {exc}\n".encode())
+            att.status, att.exit_code = FAILED, 127
+            proc = None
+        if proc is not None:
+            try:
+                att.exit_code = await asyncio.wait_for(proc.wait(), timeout_s)
+                att.status = OK if att.exit_code == 0 else FAILED
+            except TimeoutError:
+                att.status = TIMEOUT
+                att.exit_code = await _kill_group(proc, kill_grace_s)
+            finally:
+                _signal_group(proc.pid, signal.SIGKILL)  # leftovers the agent started in its group
+    att.duration_s = time.monotonic() - t0
+    att.stderr_tail = _tail(err_path)
+    att.output_sha256 = hashlib.sha256(out_path.read_bytes()).hexdigest()
+    return start_ns, time.time_ns()
+
+
+async def _kill_group(proc: asyncio.subprocess.Process, grace_s: float) -> int:
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        return await asyncio.wait_for(proc.wait(), grace_s)
+    except TimeoutError:
+        _signal_group(proc.pid, signal.SIGKILL)
+        return await proc.wait()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _tail(path: Path) -> str:
+    with open(path, "rb") as fh:
+        fh.seek(max(0, path.stat().st_size - STDERR_TAIL_BYTES))
+        return fh.read().decode(errors="replace")
+
+
+async def run_scorer(score_cmd: str, task: Task, output: str, timeout_s: float) -> tuple[float | None, str | None]:
+    """(score, None) or (None, why): the scorer reads ``{"task": ..., "output": ...}`` and prints a number."""
+    payload = json.dumps({"task": task.line, "output": output}).encode()
+    try:
+        proc = await asyncio.create_subprocess_exec(*shlex.split(score_cmd), stdin=asyncio.subprocess.PIPE,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                                    start_new_session=True)
+    except (OSError, ValueError) as exc:
+        return None, f"cannot start the scorer: {exc}"
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(payload), timeout_s)
+    except TimeoutError:
+        _signal_group(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        return None, f"the scorer timed out after {timeout_s:g}s"
+    if proc.returncode != 0:
+        tail = err.decode(errors="replace").strip()[-300:]
+        return None, f"the scorer exited with {proc.returncode}: {tail}"
+    text = out.decode(errors="replace").strip()
+    try:
+        value = float(text.splitlines()[-1]) if text else math.nan
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        return None, f"the scorer printed {text[-100:]!r}, not a finite number"
+    return value, None

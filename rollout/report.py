@@ -1,0 +1,40 @@
+"""The run summary printed at the end of ``spanrl rollout``."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from spanrl.rollout.runner import RunSummary
+
+SHOWN_FAILURES = 5
+
+
+def print_summary(s: RunSummary, console: Console) -> None:
+    table = Table(title=f"rollout run {s.run_id}", show_header=False, title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    total = s.tasks * s.n
+    table.add_row("tasks x samples", f"{s.tasks} x {s.n} = {total}")
+    table.add_row("this run", f"{s.samples_ok} ok, {s.samples_failed} failed "
+                  f"(attempts: {', '.join(f'{k} {v}' for k, v in sorted(s.statuses.items())) or 'none'}; "
+                  f"{s.retried} retried)")
+    table.add_row("already done (skipped)", f"{s.skipped_ok} ok, {s.skipped_failed} failed")
+    if s.scored or s.score_failures:
+        table.add_row("scored", f"{s.scored} -> {s.feedback_file}; {s.score_failures} scorer failure(s)")
+    table.add_row("run folder", str(s.run_dir))
+    console.print(table)
+    for att in s.failures[:SHOWN_FAILURES]:
+        tail = " | ".join(att.stderr_tail.strip().splitlines()[-3:]) or "(no stderr)"
+        console.print(f"  {att.status}: {att.rollout_id} exit {att.exit_code} after {att.duration_s:.1f}s: {tail}",
+                      highlight=False, soft_wrap=True)
+    if len(s.failures) > SHOWN_FAILURES:
+        console.print(f"  ... {len(s.failures) - SHOWN_FAILURES} more in {s.run_dir}/attempts.jsonl", highlight=False)
+    if s.identical_groups:
+        names = ", ".join(s.identical_groups[:5]) + (" ..." if len(s.identical_groups) > 5 else "")
+        console.print(f"[yellow]warning[/]: {len(s.identical_groups)} task(s) got identical responses in every "
+                      f"sample ({names}): their group advantage is 0. Sample at a temperature above 0 "
+                      "(`spanrl serve --temperature 0.8`, or --temperature with --model).", soft_wrap=True)
+    if s.span_errors:
+        console.print(f"[yellow]warning[/]: {len(s.span_errors)} runner span(s) not delivered "
+                      f"({s.span_errors[0]}); --otlp must be an OTLP/HTTP endpoint", soft_wrap=True)

@@ -1,0 +1,160 @@
+"""``spanrl rollout``: run an unmodified agent command N times per task, each sample a rollout.
+
+Reads like the run: resolve the policy and the collector -> plan (what a previous run of the same
+id left to do) -> run attempts under a concurrency limit (retrying failures) -> score -> summary.
+Every attempt ends as one line in ``DATA/runs/<run_id>/attempts.jsonl`` and one ``spanrl.rollout``
+span in the lake; a scorer's number becomes a feedback row in ``DATA/feedback/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from spanrl.rollout.config import RolloutConfig
+from spanrl.rollout.process import agent_env, run_attempt, run_scorer
+from spanrl.rollout.runs import OK, Attempt, RunLog, derive_run_id, plan_run, rollout_id_for
+from spanrl.rollout.services import embedded_collector, latest_adapter, policy_id, started_server
+from spanrl.rollout.spans import attempt_request, post_spans
+from spanrl.rollout.tasks import Task, read_tasks
+
+
+@dataclass
+class RunSummary:
+    """What one invocation did (and what it found done from earlier ones)."""
+
+    run_id: str
+    tasks: int
+    n: int
+    skipped_ok: int = 0
+    skipped_failed: int = 0
+    statuses: Counter = field(default_factory=Counter)  # per attempt of this invocation: ok / failed / timeout
+    samples_ok: int = 0
+    samples_failed: int = 0
+    retried: int = 0
+    scored: int = 0
+    score_failures: int = 0
+    identical_groups: list[str] = field(default_factory=list)
+    span_errors: list[str] = field(default_factory=list)
+    failures: list[Attempt] = field(default_factory=list)
+    run_dir: Path | None = None
+    feedback_file: Path | None = None
+
+
+@contextlib.contextmanager
+def _endpoints(cfg: RolloutConfig, log_dir: Path) -> Iterator[tuple[str, str]]:
+    """(otlp endpoint, policy /v1 URL): the user's, or ones this run starts and stops."""
+    with contextlib.ExitStack() as stack:
+        otlp = cfg.otlp or stack.enter_context(embedded_collector(cfg.data))
+        policy = cfg.policy_url
+        if policy is None:
+            assert cfg.model is not None  # RolloutConfig guarantees one of the two
+            policy = stack.enter_context(started_server(cfg.data, cfg.model, otlp, cfg.temperature,
+                                                        log_dir / "serve.log"))
+        yield otlp, policy
+
+
+def resolve_run_id(cfg: RolloutConfig) -> str:
+    if cfg.run_id:
+        return cfg.run_id
+    if cfg.adapter_id:
+        return derive_run_id(cfg.tasks, cfg.adapter_id)
+    if cfg.policy_url is None:  # the server we start serves adapters/LATEST of this data root
+        return derive_run_id(cfg.tasks, f"{cfg.model}:{latest_adapter(cfg.data) or 'base'}")
+    return derive_run_id(cfg.tasks, policy_id(cfg.policy_url))
+
+
+def run_rollouts(cfg: RolloutConfig, on_plan: Callable[[int], None] | None = None,
+                 on_done: Callable[[Attempt], None] | None = None) -> RunSummary:
+    """The whole run; callbacks feed a progress bar (``on_plan(total attempts)``, ``on_done``)."""
+    tasks = read_tasks(cfg.tasks)
+    run_id = resolve_run_id(cfg)
+    log = RunLog(cfg.data, run_id)
+    plan = plan_run(log, tasks, cfg.n, cfg.retries, cfg.retry_failed)
+    summary = RunSummary(run_id, len(tasks), cfg.n, plan.done_ok, plan.done_failed, run_dir=log.dir)
+    log.write_run({"run_id": run_id, "tasks": str(cfg.tasks), "n": cfg.n, "command": cfg.command,
+                   "policy_url": cfg.policy_url, "model": cfg.model, "updated": datetime.now(UTC).isoformat()})
+    if on_plan:
+        on_plan(len(plan.todo))
+    if plan.todo:
+        with _endpoints(cfg, log.dir) as (otlp, policy):
+            asyncio.run(_run_all(cfg, log, plan.todo, otlp, policy, summary, on_done))
+    summary.identical_groups = identical_groups(log, tasks)
+    return summary
+
+
+async def _run_all(cfg: RolloutConfig, log: RunLog, todo: list[tuple[Task, int, int]], otlp: str, policy: str,
+                   summary: RunSummary, on_done: Callable[[Attempt], None] | None) -> None:
+    gate = asyncio.Semaphore(cfg.concurrency)
+    feedback = cfg.data / "feedback" / f"rollout-{summary.run_id}.jsonl"
+
+    async def sample(task: Task, index: int, first_attempt: int) -> None:
+        for attempt in range(first_attempt, first_attempt + cfg.retries + 1):
+            att = Attempt(task, index, attempt, rollout_id_for(summary.run_id, task.task_id, index, attempt))
+            async with gate:
+                await _one_attempt(cfg, log, att, otlp, policy, summary)
+            summary.statuses[att.status] += 1
+            if att.status == OK:
+                summary.samples_ok += 1
+                if cfg.score:
+                    await _score(cfg, log, att, feedback, summary)
+                if on_done:
+                    on_done(att)
+                return
+            summary.failures.append(att)
+            if on_done:
+                on_done(att)
+            if attempt < first_attempt + cfg.retries:
+                summary.retried += 1
+        summary.samples_failed += 1
+
+    await asyncio.gather(*(sample(t, i, a) for t, i, a in todo))
+
+
+async def _one_attempt(cfg: RolloutConfig, log: RunLog, att: Attempt, otlp: str, policy: str,
+                       summary: RunSummary) -> None:
+    log.start(att)
+    env = agent_env(dict(os.environ), att, otlp, policy)
+    start_ns, end_ns = await run_attempt(att, cfg.command, env, log.log_paths(att.rollout_id), cfg.timeout_s,
+                                         cfg.kill_grace_s)
+    error = await asyncio.to_thread(post_spans, otlp, attempt_request(att, summary.run_id, start_ns, end_ns))
+    if error:
+        summary.span_errors.append(f"{att.rollout_id}: {error}")
+    if att.status != OK or not cfg.score:
+        log.append(att.end_record())
+
+
+async def _score(cfg: RolloutConfig, log: RunLog, att: Attempt, feedback: Path, summary: RunSummary) -> None:
+    """Scorer number -> feedback row keyed by rollout_id; a failure is recorded, never guessed."""
+    output = log.log_paths(att.rollout_id)[1].read_text(errors="replace")
+    att.score, att.score_error = await run_scorer(cfg.score or "", att.task, output, cfg.timeout_s)
+    if att.score is not None:
+        feedback.parent.mkdir(parents=True, exist_ok=True)
+        row = {"rollout_id": att.rollout_id, "value": att.score, "name": "score",
+               "ts": datetime.now(UTC).isoformat(), "run_id": summary.run_id}
+        with open(feedback, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        summary.scored += 1
+        summary.feedback_file = feedback
+    else:
+        summary.score_failures += 1
+    log.append(att.end_record())
+
+
+def identical_groups(log: RunLog, tasks: list[Task]) -> list[str]:
+    """Tasks whose successful samples (two or more) all printed the same output: no diversity in
+    the group, so its advantages are all zero."""
+    outputs: dict[str, set[str]] = defaultdict(set)
+    counts: Counter = Counter()
+    for e in log.events:
+        if e.get("event") == "end" and e.get("status") == OK and e.get("output_sha256"):
+            outputs[e["task_id"]].add(e["output_sha256"])
+            counts[e["task_id"]] += 1
+    return [t.task_id for t in tasks if counts[t.task_id] >= 2 and len(outputs[t.task_id]) == 1]

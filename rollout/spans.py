@@ -1,0 +1,68 @@
+"""The runner's own span per attempt (``spanrl.rollout``), so exit codes, timeouts and stderr tails
+are in the lake beside the agent's spans, under the same ``spanrl.rollout_id``.
+
+Built with opentelemetry-proto and POSTed as OTLP/HTTP protobuf (core dependencies only: no SDK).
+Status ERROR marks a failed or timed-out attempt; the ``rollouts`` view counts it in ``n_errors``.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.error
+import urllib.request
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+from spanrl.rollout.runs import OK, Attempt
+
+SERVICE = "spanrl-rollout"
+
+
+def attempt_request(att: Attempt, run_id: str, start_ns: int, end_ns: int) -> ExportTraceServiceRequest:
+    """One ``spanrl.rollout`` span for ``att`` (a root span of its own trace)."""
+    req = ExportTraceServiceRequest()
+    rs = req.resource_spans.add()
+    for key, value in (("service.name", SERVICE), ("spanrl.rollout_id", att.rollout_id),
+                       ("spanrl.task_id", att.task.task_id)):
+        rs.resource.attributes.add(key=key).value.string_value = value
+    ss = rs.scope_spans.add()
+    ss.scope.name = "spanrl.rollout"
+    span = ss.spans.add(trace_id=os.urandom(16), span_id=os.urandom(8), name="spanrl.rollout",
+                        kind=Span.SPAN_KIND_INTERNAL, start_time_unix_nano=start_ns, end_time_unix_nano=end_ns)
+    attrs: dict[str, str | int | bool | float] = {
+        "spanrl.rollout_id": att.rollout_id, "spanrl.task_id": att.task.task_id, "spanrl.run_id": run_id,
+        "spanrl.rollout.sample": att.sample, "spanrl.rollout.attempt": att.attempt,
+        "spanrl.rollout.status": att.status or "unknown", "spanrl.rollout.timed_out": att.status == "timeout",
+    }
+    if att.exit_code is not None:
+        attrs["process.exit.code"] = att.exit_code
+    if att.status != OK and att.stderr_tail:
+        attrs["spanrl.rollout.stderr_tail"] = att.stderr_tail
+    for key, value in attrs.items():
+        v = span.attributes.add(key=key).value
+        if isinstance(value, bool):
+            v.bool_value = value
+        elif isinstance(value, int):
+            v.int_value = value
+        else:
+            v.string_value = str(value)
+    if att.status != OK:
+        span.status.code = Status.STATUS_CODE_ERROR
+        span.status.message = ("timed out" if att.status == "timeout" else f"exit code {att.exit_code}")
+    return req
+
+
+def post_spans(endpoint: str, req: ExportTraceServiceRequest, timeout_s: float = 10.0) -> str | None:
+    """POST to ``endpoint``/v1/traces; None on success, else why it failed (never raises)."""
+    url = endpoint.rstrip("/") + "/v1/traces"
+    body = req.SerializeToString()
+    request = urllib.request.Request(url, data=body, method="POST",
+                                     headers={"Content-Type": "application/x-protobuf"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as resp:
+            return None if 200 <= resp.status < 300 else f"HTTP {resp.status}"
+    except urllib.error.HTTPError as exc:
+        return f"HTTP {exc.code}"
+    except (OSError, ValueError) as exc:
+        return str(exc)

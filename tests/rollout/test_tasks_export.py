@@ -1,0 +1,37 @@
+"""``spanrl tasks``: user inputs of past rollouts, selected by SQL, deduplicated, as a tasks file that
+``spanrl rollout`` reads back (the task ids are the rollouts' own, so replays join their groups)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from spanrl.cli import cli
+from spanrl.rollout.tasks import read_tasks
+from tests.judge.lake import write_rollouts
+from tests.rollout.lake import ingest
+
+ROLLOUTS = [("a0", "add", "What is 40 + 2?", "42"), ("a1", "add", "What is 40 + 2?", "41"),
+            ("p0", "prod-7f", "What is 40 + 2?", "40"),  # the same request seen under another task id
+            ("m0", "mul", "What is 6 * 7?", "42"), ("s0", "sub", "What is 50 - 8?", "42")]
+
+
+def test_export_selects_by_sql_dedupes_and_round_trips(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    write_rollouts(data, ROLLOUTS)
+    ingest(data, "--no-transitions")
+    out = tmp_path / "tasks.jsonl"
+    result = CliRunner().invoke(cli, ["tasks", "--data", str(data), "--out", str(out), "--sql",
+                                      "select rollout_id from _rollout_tasks where task_id <> 'sub'"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["task_id"], r["input"], r["rollouts"]) for r in rows] == [
+        ("add", "What is 40 + 2?", 3), ("mul", "What is 6 * 7?", 1)]
+    assert [t.task_id for t in read_tasks(out)] == ["add", "mul"]  # `spanrl rollout` reads it back
+
+
+def test_empty_lake_says_to_ingest(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["tasks", "--data", str(tmp_path)])
+    assert result.exit_code == 2 and "spanrl ingest" in result.output
