@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from spanrl.errors import InputError
 from spanrl.ingest.views import lake_glob
-from spanrl.query.connection import connect
+from spanrl.query.connection import connect, stale_note
 
 QUERY_TYPES = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN, duckdb.StatementType.PRAGMA,
                duckdb.StatementType.CALL}
@@ -225,6 +225,9 @@ def sql_command(data: Path, query: str | None, sql_file: Path | None, fmt: str, 
     if lake_is_empty(data):
         sys.stderr.write(f"note: the trace lake {data / 'lake'} holds no spans or logs yet: run `spanrl ingest` "
                          f"(reading {data / 'otel'}) first; tables are empty.\n")
+    note = stale_note(data)
+    if note:
+        sys.stderr.write(note + "\n")
     con = connect(data, stage2=wants_stage2(query))
     if query is None:
         interactive(data, con)
