@@ -29,6 +29,8 @@ demo-quick: $(STAMP)
 	$(BIN)/spanrl demo --quick
 
 test: $(STAMP)
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  echo "note: no chromium on PATH: the spanrl ui browser tests (tests/ui/test_browser.py) are SKIPPED; apt-get install -y chromium"
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 

@@ -70,6 +70,7 @@ def demo(data: Path, cycles: int | None, quick: bool, model: Path | None, ingest
     print_table(rows, console)
     console.print(f"lake        {data / 'lake'}\nsnapshots   {data / 'transitions'}\nadapters    {data / 'adapters'}"
                   f"\nheld-out    {data / 'eval'}\nreport      {png}  {page}")
+    console.print(f"browse      spanrl ui --data {data}", soft_wrap=True)  # one line: copy-paste it
 
 
 @click.command()

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from spanrl.errors import InputError
+from spanrl.ingest.anyvalue import register_any_json
 from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.scan import (
     Reject,
@@ -69,6 +70,7 @@ def open_work_connection(cfg: IngestConfig, tmp: Path) -> duckdb.DuckDBPyConnect
     con.execute("SET enable_progress_bar = false")
     if cfg.threads:
         con.execute(f"SET threads = {int(cfg.threads)}")
+    register_any_json(con)  # before otlp_types.sql: its otlp_attrs_deep macro calls it
     con.execute(read_sql("otlp_types"))
     return con
 

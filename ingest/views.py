@@ -11,14 +11,30 @@ from pathlib import Path
 
 import duckdb
 
+from spanrl.ingest.mapped import load_mapped_conventions, register_mapped
+from spanrl.options import find_config_file
 from spanrl.sqlfiles import SqlFiles, sql_literal
 
 # Registration order matters: later views read earlier ones.
-VIEW_ORDER = ["spans", "logs", "llm_calls", "tool_calls"]
-# llm_calls is one UNION ALL BY NAME over one file per convention (ingest/sql/llm_calls/*.sql).
-CALL_VIEWS = ("llm_calls", "tool_calls")  # the views the snapshot builder materialises itself
-LLM_CONVENTIONS = ["genai_events", "genai_latest", "openinference", "openllmetry", "langsmith", "vercel_ai",
-                   "logfire", "agent_lightning", "payload"]
+VIEW_ORDER = ["spans", "logs", "llm_calls", "tool_calls", "coverage"]
+# the views over LLM calls, which the snapshot builder creates itself (llm_calls/tool_calls as tables)
+CALL_VIEWS = ("llm_calls", "tool_calls", "coverage")
+
+# The conventions registry: one file ingest/sql/llm_calls/<name>.sql per entry, each registered as
+# view llm_calls_<name> and stacked (UNION ALL BY NAME) into _llm_call_conventions, which
+# llm_calls.sql reads. Adding a convention = its file + one line here (+ its expected-rows test,
+# tests/data/views/llm_calls/<name>.test; tests/ingest/test_registry.py checks all three agree).
+LLM_CONVENTIONS = [
+    "genai_events",      # GenAI semconv <= 1.36: per-message events (log records or span events)
+    "genai_latest",      # GenAI semconv >= 1.37: gen_ai.input/output.messages (span, log record, span event)
+    "openinference",     # Arize OpenInference flattened llm.input_messages.*
+    "openllmetry",       # Traceloop OpenLLMetry <= 0.54 flattened gen_ai.prompt.*
+    "langsmith",         # LangSmith OTel export
+    "vercel_ai",         # Vercel AI SDK
+    "logfire",           # Pydantic Logfire request_data / response_data
+    "agent_lightning",   # token-id-only spans (serving engines, Agent Lightning)
+    "payload",           # whole request/response bodies (Langfuse, MLflow, ADK, OpenInference bodies)
+]
 
 
 _SQL = SqlFiles("spanrl.ingest")
@@ -35,7 +51,8 @@ def lake_glob(lake: Path, table: str) -> str | None:
     return str(folder / "*" / "*.parquet")
 
 
-def connect(data: Path, read_only: bool = True, call_views: bool = True) -> duckdb.DuckDBPyConnection:
+def connect(data: Path, read_only: bool = True, call_views: bool = True,
+            config_file: Path | None = None) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with the lake tables and stage 1's views registered.
 
     Stage 2's views (rewards, rollouts) are registered by ``spanrl.transitions``; the connection that
@@ -43,7 +60,8 @@ def connect(data: Path, read_only: bool = True, call_views: bool = True) -> duck
     themselves: the snapshot builder creates those once, as temp tables, from the same SQL files
     (creating a view binds its whole SQL, and binding ``llm_calls`` is a fixed ~0.2 s cost).
 
-    With ``read_only`` the connection is locked down at once (``lock_down``); a caller that registers
+    ``config_file`` (default: ``DATA/spanrl.toml`` or ``./spanrl.toml``) may add ``[[conventions]]``
+    mappings to the registry. With ``read_only`` the connection is locked down at once (``lock_down``); a caller that registers
     more views first passes ``read_only=False`` and locks it itself.
     """
     lake = Path(data) / "lake"
@@ -57,11 +75,11 @@ def connect(data: Path, read_only: bool = True, call_views: bool = True) -> duck
             con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet("
                         f"{sql_literal(glob)}, hive_partitioning = true, union_by_name = true)")
     con.execute(read_sql("llm_macros"))
+    mapped = load_mapped_conventions(find_config_file(Path(data), config_file), LLM_CONVENTIONS)
+    register_conventions(con, mapped)
     for name in VIEW_ORDER[2:]:
         if call_views or name not in CALL_VIEWS:
             register_view(con, name)
-        elif name == "llm_calls":
-            register_conventions(con)
     if read_only:
         lock_down(con, data)
     return con
@@ -76,19 +94,28 @@ def lock_down(con: duckdb.DuckDBPyConnection, data: Path) -> None:
     con.execute("SET lock_configuration = true")
 
 
-def register_conventions(con: duckdb.DuckDBPyConnection) -> None:
-    """``_llm_spans`` (the cheap pre-filter every convention reads)
-    and one view ``llm_calls_<conv>`` per convention file: what ``llm_calls.sql`` stacks."""
+def register_conventions(con: duckdb.DuckDBPyConnection, mapped: list[dict] | None = None) -> None:
+    """``_llm_spans`` (the cheap pre-filter every convention reads), one view ``llm_calls_<name>``
+    per registered convention and per ``[[conventions]]`` mapping (``mapped``, ingest/mapped.py),
+    and ``_llm_call_conventions``, their stack, which ``llm_calls.sql`` reads. The stack is built
+    from the registry, so a registered convention is never left out."""
     con.execute(f"CREATE OR REPLACE VIEW _llm_spans AS {read_sql('llm_spans')}")
+    views = []
     for conv in LLM_CONVENTIONS:
-        if sql_exists(f"llm_calls/{conv}"):
-            con.execute(f"CREATE OR REPLACE VIEW llm_calls_{conv} AS {read_sql(f'llm_calls/{conv}')}")
+        if not sql_exists(f"llm_calls/{conv}"):
+            raise RuntimeError(f"convention {conv!r} is registered in LLM_CONVENTIONS (ingest/views.py) but "
+                               f"ingest/sql/llm_calls/{conv}.sql does not exist")
+        con.execute(f"CREATE OR REPLACE VIEW llm_calls_{conv} AS {read_sql(f'llm_calls/{conv}')}")
+        views.append(f"llm_calls_{conv}")
+    views += register_mapped(con, mapped or [], read_sql)
+    # internal identifiers only (registry names, checked by tests/ingest/test_registry.py)
+    stack = " UNION ALL BY NAME ".join(f"SELECT * FROM {v}" for v in views)
+    con.execute(f"CREATE OR REPLACE VIEW _llm_call_conventions AS {stack}")
 
 
 def register_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    """Create view ``name`` from ``ingest/sql/<name>.sql`` if that file exists (True when it did)."""
-    if name == "llm_calls":
-        register_conventions(con)
+    """Create view ``name`` from ``ingest/sql/<name>.sql`` if that file exists (True when it did);
+    ``llm_calls`` reads the conventions ``register_conventions`` registered first."""
     if not sql_exists(name):
         return False
     con.execute(f"CREATE OR REPLACE VIEW {name} AS {read_sql(name)}")

@@ -12,7 +12,9 @@ import csv
 import io
 import json
 import re
+import secrets
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import TextIO
 
@@ -21,7 +23,7 @@ import pyarrow as pa
 
 from spanrl.errors import InputError
 from spanrl.ingest.views import lake_glob
-from spanrl.query.connection import connect
+from spanrl.query.connection import connect, stale_note
 
 QUERY_TYPES = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN, duckdb.StatementType.PRAGMA,
                duckdb.StatementType.CALL}
@@ -117,11 +119,34 @@ def write_result(table: pa.Table, fmt: str, out: Path | None, stream: TextIO | N
     else:  # json lines (table with --out falls back to json lines too)
         for row in rows:
             obj = {k: (_maybe_json(v) if k in json_cols else v) for k, v in row.items()}
-            buf.write(json.dumps(obj, default=str, ensure_ascii=False) + "\n")
+            buf.write(json_line(obj) + "\n")
     if out is None:
         stream.write(buf.getvalue())
     else:
         Path(out).write_text(buf.getvalue())
+
+
+def json_line(obj: object) -> str:
+    """One JSON document with every number a JSON number. DuckDB hands HUGEINT (``sum`` of integers)
+    and DECIMAL values to Arrow as decimals, which ``json`` cannot write: an integral one becomes a
+    Python int (any width, exact); any other is written as its exact decimal text, not a float. (A
+    fractional decimal goes through a placeholder string with a fresh random tag, swapped after.)"""
+    tag, exact = secrets.token_hex(8), []
+
+    def numbers(v: object) -> object:
+        if isinstance(v, Decimal) and v.is_finite():
+            if v == v.to_integral_value():
+                return int(v)
+            exact.append(format(v, "f"))
+            return f"{tag}:{len(exact) - 1}"
+        if isinstance(v, list):
+            return [numbers(x) for x in v]
+        if isinstance(v, dict):
+            return {k: numbers(x) for k, x in v.items()}
+        return v
+
+    text = json.dumps(numbers(obj), default=str, ensure_ascii=False)
+    return re.sub(f'"{tag}:(\\d+)"', lambda m: exact[int(m.group(1))], text) if exact else text
 
 
 def _maybe_json(v: object) -> object:
@@ -200,6 +225,9 @@ def sql_command(data: Path, query: str | None, sql_file: Path | None, fmt: str, 
     if lake_is_empty(data):
         sys.stderr.write(f"note: the trace lake {data / 'lake'} holds no spans or logs yet: run `spanrl ingest` "
                          f"(reading {data / 'otel'}) first; tables are empty.\n")
+    note = stale_note(data)
+    if note:
+        sys.stderr.write(note + "\n")
     con = connect(data, stage2=wants_stage2(query))
     if query is None:
         interactive(data, con)

@@ -77,9 +77,10 @@ def _register() -> None:
     from spanrl.serve.cli import serve
     from spanrl.trainer.cli import adapters, train
     from spanrl.transitions.cli import transitions
+    from spanrl.ui.cli import ui
 
     for command in (collector, ingest, transitions, sql, train, adapters, serve, demo, report, tasks, rollout, judge,
-                    export):
+                    export, ui):
         cli.add_command(command)
 
 

@@ -25,6 +25,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "export": {"transitions"},  # reads snapshots through the reader API only
     "rollout": {"collector", "query"},  # an embedded collector; past user inputs through the query connection
     "judge": {"transitions"},  # trajectories from snapshots; its scores leave as feedback files
+    # the trajectory browser reads the lake (query), snapshots, the cycle log and the demo's report history
+    "ui": {"ingest", "transitions", "query", "trainer", "demo"},
 }
 STAGES = set(MAY_IMPORT)
 SHARED = {"spanrl.errors", "spanrl.options", "spanrl.sqlfiles", "spanrl.publish", "spanrl"}

@@ -24,10 +24,18 @@ import pyarrow as pa
 from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.views import connect, sql_literal  # stage 1 owns the lake views
 from spanrl.transitions.air import rules_as_dicts
+from spanrl.transitions.coverage import content_coverage, coverage_hint
 from spanrl.transitions.credit import EPS, advantage_stats
 from spanrl.transitions.rollouts import _create, register_stage2
-from spanrl.transitions.snapshot import clean_stale_drafts, latest_manifest, open_snapshot, transitions_dir
+from spanrl.transitions.snapshot import (
+    clean_stale_drafts,
+    latest_manifest,
+    new_snapshot_id,
+    open_snapshot,
+    transitions_dir,
+)
 from spanrl.transitions.sqlfiles import read_sql
+from spanrl.transitions.tables import tables_current, write_tables
 
 ROWS_PER_PART = 50_000  # fixed, so the same rows always split into the same parts (same hash)
 CRASH_ENV = "SPANRL_TEST_CRASH_AT"
@@ -62,6 +70,9 @@ def build_transitions(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None =
         sources = sorted({f for (f,) in spans_files} | set(stats["feedback_files"]))
         config = {**cfg.to_dict(), "air_rules": rules_as_dicts(setup.air_rules), "advantage_eps": EPS}
         stats["config_changed"] = changed_row_config(latest_manifest(cfg.data), config)
+        row_config = {k: v for k, v in config.items() if k not in OPERATIONAL_KEYS}
+        if not tables_current(cfg.data, row_config):  # what spanrl sql / spanrl ui read instead of the views
+            write_tables(con, cfg.data, new_snapshot_id(), row_config)
         if n_rows == 0:
             return BuildResult("empty", None, None, 0, stats)
         return _write(cfg.data, con, n_rows, config, sources, stats)
@@ -72,7 +83,7 @@ def build_transitions(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None =
 
 def open_lake(cfg: IngestConfig) -> duckdb.DuckDBPyConnection:
     """Stage 1's views over the lake, with the memory limit and stage 1's spill folder."""
-    con = connect(cfg.data, read_only=False, call_views=False)  # stage 2 creates them as tables
+    con = connect(cfg.data, read_only=False, call_views=False, config_file=cfg.config_file)  # stage 2 creates them as tables
     spill = Path(cfg.data) / "lake" / "_tmp"
     spill.mkdir(parents=True, exist_ok=True)
     con.execute(f"SET memory_limit = {sql_literal(cfg.memory_limit)}")
@@ -190,6 +201,8 @@ def collect_stats(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         "feedback_unknown_keys": len(unknown),
         "feedback_unknown": [u[0] for u in unknown[:20]],
         "min_time_ns": times[0], "max_time_ns": times[1],
+        "llm_calls": one("SELECT count(*) FROM llm_calls")[0],
+        "content_coverage": content_coverage(con),
     }
 
 
@@ -206,6 +219,7 @@ def print_summary(result: BuildResult) -> None:
     table.add_row("rollouts in snapshot", f"{s.get('rollouts', 0)} ({s.get('tasks', 0)} tasks; "
                   f"{s.get('rollouts_without_reward', 0)} without reward)")
     table.add_row("LLM calls -> transitions", f"{s.get('llm_calls_complete', 0)} -> {result.rows}")
+    table.add_row("LLM calls in the lake", str(s.get("llm_calls", 0)))
     table.add_row("rewards by source", _pairs(s.get("rewards_by_source", {})))
     table.add_row("AIR hits by rule", _pairs(s.get("air_hits_by_rule", {})))
     reward = s.get("reward", {})
@@ -228,8 +242,14 @@ def print_summary(result: BuildResult) -> None:
                       + ": every rollout was rebuilt with the new config (LATEST's config differs)")
     if s.get("feedback_unknown_keys"):
         table.add_row("feedback with unknown key", f"{s['feedback_unknown_keys']}: " + ", ".join(s["feedback_unknown"]))
+    for g in s.get("content_coverage", []):
+        table.add_row(f"  without content: {g['scope_name'] or '?'} {g['scope_version'] or ''}".rstrip(),
+                      f"{g['without_input']} without input, {g['without_output']} without output")
     console = Console()
     console.print(table)
+    hint = coverage_hint(s.get("content_coverage", []))
+    if hint:
+        console.print(hint, soft_wrap=True, highlight=False, markup=False)
     verdict = {"written": f"written {result.path}", "unchanged": f"unchanged (LATEST = {result.snapshot_id})",
                "empty": "none written: no complete rollout with transitions yet"}[result.status]
     console.print(f"snapshot: {verdict}", soft_wrap=True, highlight=False)

@@ -182,6 +182,25 @@ def resolve_snapshot(data: Path | str, ref: str = "LATEST") -> Path:
     return folder
 
 
+def list_snapshots(data: Path | str) -> list[Path]:
+    """Every published snapshot folder, newest first (ids sort by time; drafts are hidden)."""
+    root = transitions_dir(data)
+    if not root.is_dir():
+        return []
+    return sorted((p for p in root.iterdir() if (p / "manifest.json").is_file()), key=lambda p: p.name, reverse=True)
+
+
+def snapshot_dataset(data: Path | str, ref: str = "LATEST") -> Any:
+    """A lazy ``pyarrow.dataset`` over a snapshot's parts (schema-checked manifest): readers that
+    filter or project (the web app) scan only what they need instead of loading every row."""
+    import pyarrow.dataset as ds
+
+    folder = resolve_snapshot(data, ref)
+    manifest = read_manifest(folder)
+    return ds.dataset([str(folder / name) for name in manifest.get("parts", [])], schema=TRANSITION_SCHEMA,
+                      format="parquet")
+
+
 def read_manifest(folder: Path) -> dict[str, Any]:
     path = folder / "manifest.json"
     try:

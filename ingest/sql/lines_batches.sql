@@ -1,4 +1,5 @@
--- lines_batches: trace and log batches out of the numbered `lines` table (slow path).
+-- name: lines_batches(${source_file})
+-- Trace and log batches out of the numbered `lines` table (slow path).
 -- Literal: ${source_file}.
 CREATE OR REPLACE TEMP VIEW trace_batches AS
 SELECT try_cast(doc AS STRUCT(resourceSpans otlp_resource_spans[])).resourceSpans AS resourceSpans,

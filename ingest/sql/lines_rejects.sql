@@ -1,4 +1,5 @@
--- lines_rejects: the lines of the `lines` table that are neither a trace nor a log batch.
+-- name: lines_rejects
+-- The lines of the `lines` table that are neither a trace nor a log batch.
 SELECT line_no,
        CASE WHEN doc IS NULL AND torn THEN 'truncated line: the file ends mid-line (a torn write)'
             WHEN doc IS NULL THEN 'not JSON'

@@ -1,4 +1,5 @@
--- lines_split: the slow, line-numbered path for a file that had a bad line. One row per
+-- name: lines_split(${src}, $first_line, $ends_with_newline)
+-- The slow, line-numbered path for a file that had a bad line. One row per
 -- non-blank line of the text chunk ${src}, numbered from $first_line, parsed as JSON when it is.
 -- $ends_with_newline: false when the chunk is the torn end of a closed file.
 CREATE OR REPLACE TEMP TABLE lines AS

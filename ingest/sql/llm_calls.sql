@@ -1,43 +1,37 @@
--- llm_calls: one row per LLM inference, in OpenAI chat shape whatever the instrumentation (DESIGN §4).
--- Each convention is one file in llm_calls/ (registered as view llm_calls_<name>): they are stacked
--- here with UNION ALL BY NAME. A call seen twice (two instrumentations on one client, a client span
+-- name: llm_calls
+-- One row per LLM inference, in OpenAI chat shape whatever the instrumentation (DESIGN §4).
+-- Reads _llm_call_conventions: the registered conventions (LLM_CONVENTIONS in ingest/views.py, one
+-- file llm_calls/<name>.sql each, plus [[conventions]] mappings from spanrl.toml) stacked with
+-- UNION ALL BY NAME by views.register_conventions. Every row there is an LLM call, content or not
+-- (docs/lake.md, "What counts as an LLM call"). A call seen twice (two instrumentations on one client, a client span
 -- plus the serving engine's span) is ONE row: spans sharing gen_ai.response.id, or a call span whose
 -- parent is a call span, form one group; the row comes from the member with messages, preferring
 -- the client side and the richest convention; token ids from the best-ranked member that has them.
 -- agent_name: the nearest span at or above the call that is an agent (invoke_agent /
 -- gen_ai.agent.name, OpenInference AGENT, agent.name, traceloop.span.kind = agent, a LangGraph node).
-WITH RECURSIVE conv AS MATERIALIZED (
-    SELECT * FROM llm_calls_genai_events
-    UNION ALL BY NAME SELECT * FROM llm_calls_genai_latest
-    UNION ALL BY NAME SELECT * FROM llm_calls_openinference
-    UNION ALL BY NAME SELECT * FROM llm_calls_openllmetry
-    UNION ALL BY NAME SELECT * FROM llm_calls_langsmith
-    UNION ALL BY NAME SELECT * FROM llm_calls_vercel_ai
-    UNION ALL BY NAME SELECT * FROM llm_calls_logfire
-    UNION ALL BY NAME SELECT * FROM llm_calls_agent_lightning
-    UNION ALL BY NAME SELECT * FROM llm_calls_payload
+WITH RECURSIVE conv AS MATERIALIZED (  -- every registered convention's rows (views.register_conventions)
+    SELECT * FROM _llm_call_conventions
 ),
 members AS (
     SELECT c.trace_id, c.span_id, c.convention, c.priority, c.input_messages, c.output_message, c.tools,
            c.provider, c.model, c.finish_reason, c.input_tokens, c.output_tokens, c.temperature, c.response_id,
+           c.prompt_token_ids AS conv_prompt_ids, c.response_token_ids AS conv_response_ids,
            s.parent_span_id, s.start_ns, s.end_ns, s.service_name, s.kind, s.status_code, s.attributes AS a,
-           -- one parse of the attributes for every value read here
-           json_extract_string(s.attributes, ['$."gen_ai.provider.name"', '$."gen_ai.system"', '$."llm.provider"',
-               '$."llm.system"', '$."gen_ai.request.model"', '$."gen_ai.response.model"',
-               '$."gen_ai.response.finish_reasons"[0]', '$."gen_ai.usage.input_tokens"', '$."gen_ai.usage.prompt_tokens"',
-               '$."gen_ai.usage.output_tokens"', '$."gen_ai.usage.completion_tokens"', '$."gen_ai.request.temperature"',
-               '$."gen_ai.response.id"']) AS x
+           attr_values(s.attributes, call_attribute_keys()) AS x  -- one parse; read by name (call_attr)
     FROM conv AS c JOIN spans AS s ON s.trace_id = c.trace_id AND s.span_id = c.span_id
 ),
 member_values AS (
     SELECT *,
-           coalesce(provider, x[1], x[2], x[3], x[4]) AS m_provider,
-           coalesce(x[5], model, x[6]) AS m_model,
-           coalesce(finish_reason, x[7]) AS m_finish,
-           coalesce(try_cast(x[8] AS BIGINT), try_cast(x[9] AS BIGINT), input_tokens) AS m_input_tokens,
-           coalesce(try_cast(x[10] AS BIGINT), try_cast(x[11] AS BIGINT), output_tokens) AS m_output_tokens,
-           coalesce(try_cast(x[12] AS DOUBLE), temperature) AS m_temperature,
-           coalesce(response_id, x[13]) AS member_rid,
+           coalesce(provider, call_attr(x, 'gen_ai.provider.name'), call_attr(x, 'gen_ai.system'),
+                    call_attr(x, 'llm.provider'), call_attr(x, 'llm.system')) AS m_provider,
+           coalesce(call_attr(x, 'gen_ai.request.model'), model, call_attr(x, 'gen_ai.response.model')) AS m_model,
+           coalesce(finish_reason, json_extract_string(try_cast(call_attr(x, 'gen_ai.response.finish_reasons') AS JSON), '$[0]')) AS m_finish,
+           coalesce(try_cast(call_attr(x, 'gen_ai.usage.input_tokens') AS BIGINT),
+                    try_cast(call_attr(x, 'gen_ai.usage.prompt_tokens') AS BIGINT), input_tokens) AS m_input_tokens,
+           coalesce(try_cast(call_attr(x, 'gen_ai.usage.output_tokens') AS BIGINT),
+                    try_cast(call_attr(x, 'gen_ai.usage.completion_tokens') AS BIGINT), output_tokens) AS m_output_tokens,
+           coalesce(try_cast(call_attr(x, 'gen_ai.request.temperature') AS DOUBLE), temperature) AS m_temperature,
+           coalesce(response_id, call_attr(x, 'gen_ai.response.id')) AS member_rid,
            CASE WHEN contains(a, 'token_ids') OR contains(a, 'spanrl.response_logprobs') THEN a END AS token_attrs
     FROM members
 ),
@@ -62,8 +56,8 @@ single AS (  -- the common case, a call captured once: its member's row as it is
     SELECT g.trace_id, g.span_id, g.parent_span_id, g.start_ns, g.end_ns, g.service_name, g.convention,
            g.m_provider AS provider, g.m_model AS model, g.input_messages, g.output_message, g.tools,
            g.m_finish AS finish_reason, g.m_input_tokens AS input_tokens, g.m_output_tokens AS output_tokens,
-           attr_int_list(g.token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids') AS prompt_token_ids,
-           attr_int_list(g.token_attrs, 'spanrl.response_token_ids', 'response_token_ids') AS response_token_ids,
+           coalesce(g.conv_prompt_ids, attr_int_list(g.token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids')) AS prompt_token_ids,
+           coalesce(g.conv_response_ids, attr_int_list(g.token_attrs, 'spanrl.response_token_ids', 'response_token_ids')) AS response_token_ids,
            try_cast(json_or_text(json_extract(g.token_attrs, '$."spanrl.response_logprobs"')) AS FLOAT[]) AS response_logprobs,
            g.m_temperature AS temperature, g.rid AS response_id, g.status_code
     FROM grouped AS g JOIN group_sizes AS z ON z.trace_id = g.trace_id AND z.call_key = g.call_key
@@ -86,10 +80,13 @@ multi AS (  -- a call seen twice or more: the best-ranked member, filled in from
            coalesce(arg_min(m_input_tokens, rank_key), any_value(m_input_tokens)) AS input_tokens,
            coalesce(arg_min(m_output_tokens, rank_key), any_value(m_output_tokens)) AS output_tokens,
            -- token ids: the best-ranked member that has them (the first of two spans sharing a response id)
-           arg_min(attr_int_list(token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids'), rank_key)
-               FILTER (WHERE attr_int_list(token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids') IS NOT NULL) AS prompt_token_ids,
-           arg_min(attr_int_list(token_attrs, 'spanrl.response_token_ids', 'response_token_ids'), rank_key)
-               FILTER (WHERE attr_int_list(token_attrs, 'spanrl.response_token_ids', 'response_token_ids') IS NOT NULL) AS response_token_ids,
+           -- (a [[conventions]] mapping's own token ids first, then the token-id attributes)
+           coalesce(arg_min(conv_prompt_ids, rank_key) FILTER (WHERE conv_prompt_ids IS NOT NULL),
+                    arg_min(attr_int_list(token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids'), rank_key)
+                        FILTER (WHERE attr_int_list(token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids') IS NOT NULL)) AS prompt_token_ids,
+           coalesce(arg_min(conv_response_ids, rank_key) FILTER (WHERE conv_response_ids IS NOT NULL),
+                    arg_min(attr_int_list(token_attrs, 'spanrl.response_token_ids', 'response_token_ids'), rank_key)
+                        FILTER (WHERE attr_int_list(token_attrs, 'spanrl.response_token_ids', 'response_token_ids') IS NOT NULL)) AS response_token_ids,
            arg_min(try_cast(json_or_text(json_extract(token_attrs, '$."spanrl.response_logprobs"')) AS FLOAT[]), rank_key)
                FILTER (WHERE json_extract(token_attrs, '$."spanrl.response_logprobs"') IS NOT NULL) AS response_logprobs,
            -- the engine's temperature when a member sampled (token ids): what its log-probs were taken at

@@ -1,7 +1,84 @@
--- llm_macros: helpers the llm_calls/*.sql and tool_calls.sql views share (registered by views.py
+-- name: llm_macros
+-- Helpers the llm_calls/*.sql and tool_calls.sql views share (registered by views.py
 -- before the views). They turn every convention's message encoding into OpenAI chat shape:
 -- {"role", "content", "tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}],
 --  "tool_call_id"}; keys whose value would be null (tool_calls, tool_call_id) are left out.
+
+-- Many attribute values from ONE parse, read back by name. json_extract_string over a list of
+-- paths is 2x faster than json_transform and 4x faster than one call per key (measured); the
+-- key list is a constant (a macro below), so list_position folds away when a query is bound and
+-- attr_value costs a list index. The attribute key is the value's name: path and name are one.
+CREATE OR REPLACE MACRO attr_values(a, keys) AS json_extract_string(a, list_transform(keys, lambda k: '$."' || k || '"'));
+CREATE OR REPLACE MACRO attr_value(x, keys, k) AS x[list_position(keys, k)];
+
+-- The attributes llm_calls.sql reads on every member span of a call (provider, model, usage, ...).
+CREATE OR REPLACE MACRO call_attribute_keys() AS [
+    'gen_ai.provider.name', 'gen_ai.system', 'llm.provider', 'llm.system', 'gen_ai.request.model',
+    'gen_ai.response.model', 'gen_ai.response.finish_reasons', 'gen_ai.usage.input_tokens',
+    'gen_ai.usage.prompt_tokens', 'gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens',
+    'gen_ai.request.temperature', 'gen_ai.response.id'];
+CREATE OR REPLACE MACRO call_attr(x, k) AS attr_value(x, call_attribute_keys(), k);
+
+-- The attributes that name an agent (llm_calls.sql's agent_name walk), on every span of a call's trace.
+CREATE OR REPLACE MACRO agent_attribute_keys() AS [
+    'gen_ai.agent.name', 'agent.name', 'traceloop.span.kind', 'traceloop.entity.name', 'openinference.span.kind',
+    'gen_ai.operation.name', 'traceloop.association.properties.langgraph_node', 'langsmith.metadata.langgraph_node',
+    'metadata'];
+CREATE OR REPLACE MACRO agent_attr(x, k) AS attr_value(x, agent_attribute_keys(), k);
+
+-- The attributes llm_calls/genai_latest.sql reads on a span, a log record or a span event.
+CREATE OR REPLACE MACRO latest_attribute_keys() AS [
+    'gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.system_instructions', 'gen_ai.tool.definitions',
+    'gen_ai.openai.api_base', 'gen_ai.response.finish_reasons'];
+CREATE OR REPLACE MACRO latest_attr(x, k) AS attr_value(x, latest_attribute_keys(), k);
+-- ... as JSON (the content values are JSON text on spans, structured values on events: both read the same)
+CREATE OR REPLACE MACRO latest_json(x, k) AS try_cast(latest_attr(x, k) AS JSON);
+
+-- llm_calls/payload.sql: the attributes it reads, and the JSON paths into request bodies, response
+-- bodies and messages; each list is parsed once per value and read back by name (the path is the name).
+CREATE OR REPLACE MACRO attr_json_values(a, keys) AS json_extract(a, list_transform(keys, lambda k: '$."' || k || '"'));
+CREATE OR REPLACE MACRO payload_attribute_keys() AS [
+    'openinference.span.kind', 'input.value', 'output.value', 'langfuse.observation.type',
+    'langfuse.observation.input', 'langfuse.observation.output', 'langfuse.observation.model.name',
+    'langfuse.observation.model.parameters', 'langfuse.observation.usage_details', 'mlflow.spanType',
+    'mlflow.spanInputs', 'mlflow.spanOutputs', 'mlflow.chat.messages', 'mlflow.chat.tools', 'mlflow.chat.tokenUsage',
+    'mlflow.llm.model', 'mlflow.llm.provider', 'gcp.vertex.agent.llm_request',
+    'gcp.vertex.agent.llm_response', 'events', 'llm.model_name', 'model_request_parameters'];
+CREATE OR REPLACE MACRO payload_attr(x, k) AS attr_value(x, payload_attribute_keys(), k);
+CREATE OR REPLACE MACRO request_paths() AS [
+    '$.messages', '$.contents', '$.input', '$.prompt', '$.system', '$.instructions',
+    '$.config.system_instruction', '$.config.systemInstruction', '$.system_instruction',
+    '$.systemInstruction', '$.tools', '$.config.tools', '$.temperature', '$.config.temperature',
+    '$.generationConfig.temperature', '$.generation_config.temperature', '$.model'];
+CREATE OR REPLACE MACRO req(x, p) AS attr_value(x, request_paths(), p);
+CREATE OR REPLACE MACRO response_paths() AS [
+    '$.choices[0].message', '$.choices[0].text', '$.candidates[0].content', '$.output',
+    '$.generations[0][0]', '$.generations[0][0].message', '$.message', '$.content', '$.role', '$.tool_calls',
+    '$.parts', '$.choices[0].finish_reason', '$.stop_reason', '$.candidates[0].finish_reason',
+    '$.candidates[0].finishReason', '$.finish_reason', '$.finishReason', '$.usage.prompt_tokens',
+    '$.usage.input_tokens', '$.usage_metadata.prompt_token_count', '$.usageMetadata.promptTokenCount',
+    '$.usage.completion_tokens', '$.usage.output_tokens', '$.usage_metadata.candidates_token_count',
+    '$.usageMetadata.candidatesTokenCount', '$.id', '$.response_id', '$.responseId', '$.model',
+    '$.model_version', '$.modelVersion'];
+CREATE OR REPLACE MACRO resp(x, p) AS attr_value(x, response_paths(), p);
+CREATE OR REPLACE MACRO message_paths() AS [
+    '$.role', '$.type', '$.parts', '$.content', '$.lc', '$.id[#-1]', '$.kwargs.content', '$.text',
+    '$.kwargs.tool_calls', '$.tool_calls', '$.kwargs.tool_call_id', '$.tool_call_id', '$.id'];
+CREATE OR REPLACE MACRO msg(x, p) AS attr_value(x, message_paths(), p);
+
+-- tool_calls.sql: the attributes that mark a tool span.
+CREATE OR REPLACE MACRO tool_kind_keys() AS ['gen_ai.operation.name', 'openinference.span.kind', 'traceloop.span.kind',
+                                            'langsmith.span.kind'];
+CREATE OR REPLACE MACRO tool_kind(x, k) AS attr_value(x, tool_kind_keys(), k);
+
+-- An OpenInference LLM span whose flattened messages lose what its request body (input.value) keeps,
+-- tested on the attributes text: openinference-instrumentation-anthropic flattens tool_use blocks
+-- without their ids and tool_result blocks as plain user text, and leaves out `system`
+-- (_get_llm_input_messages); any flattened tool call without an id has lost the link to its result.
+-- Such a span is read from its body (llm_calls/payload.sql) first.
+CREATE OR REPLACE MACRO openinference_lossy(t) AS contains(t, '"input.value"') AND (
+    contains(t, '"llm.provider":"anthropic"') OR contains(t, '"llm.system":"anthropic"')
+    OR (contains(t, '.tool_call.function.name"') AND NOT contains(t, '.tool_call.id"')));
 
 -- A JSON value that may be JSON text inside a string (attributes are strings in Python SDKs).
 CREATE OR REPLACE MACRO json_or_text(j) AS CASE
@@ -191,15 +268,14 @@ CREATE OR REPLACE MACRO chat_tools(j) AS nullif(to_json(flatten(list_transform(
 -- (the span name), a LangGraph node: OpenInference keeps LangChain's run metadata as JSON text in
 -- `metadata` (on the node's span and on the LLM span itself), OpenLLMetry as association
 -- properties, LangSmith flat. x = spanrl_agent_attrs(attributes), parsed once by the caller.
-CREATE OR REPLACE MACRO spanrl_agent_attrs(attributes) AS
-    json_extract_string(attributes, ['$."gen_ai.agent.name"', '$."agent.name"', '$."traceloop.span.kind"',
-        '$."traceloop.entity.name"', '$."openinference.span.kind"', '$."gen_ai.operation.name"',
-        '$."traceloop.association.properties.langgraph_node"', '$."langsmith.metadata.langgraph_node"',
-        '$."metadata"']);
+CREATE OR REPLACE MACRO spanrl_agent_attrs(attributes) AS attr_values(attributes, agent_attribute_keys());
 CREATE OR REPLACE MACRO spanrl_span_agent(span_name, attributes, x) AS
-    coalesce(x[1], x[2], CASE WHEN x[3] = 'agent' THEN x[4] END,
+    coalesce(agent_attr(x, 'gen_ai.agent.name'), agent_attr(x, 'agent.name'),
+             CASE WHEN agent_attr(x, 'traceloop.span.kind') = 'agent' THEN agent_attr(x, 'traceloop.entity.name') END,
              nullif(regexp_extract(span_name, '^invoke_agent (.+)$', 1), ''),
-             CASE WHEN x[5] = 'AGENT' OR x[6] = 'invoke_agent' THEN span_name END,
-             x[7], x[8],
+             CASE WHEN agent_attr(x, 'openinference.span.kind') = 'AGENT'
+                    OR agent_attr(x, 'gen_ai.operation.name') = 'invoke_agent' THEN span_name END,
+             agent_attr(x, 'traceloop.association.properties.langgraph_node'),
+             agent_attr(x, 'langsmith.metadata.langgraph_node'),
              CASE WHEN contains(CAST(attributes AS VARCHAR), 'langgraph_node')
-                  THEN json_extract_string(try_cast(x[9] AS JSON), '$.langgraph_node') END);
+                  THEN json_extract_string(try_cast(agent_attr(x, 'metadata') AS JSON), '$.langgraph_node') END);

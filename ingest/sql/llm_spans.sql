@@ -1,4 +1,5 @@
--- _llm_spans: the spans that can be an LLM call under some convention of llm_calls/*.sql, found by a
+-- name: _llm_spans
+-- The spans that can be an LLM call under some convention of llm_calls/*.sql, found by a
 -- cheap substring test on the attributes text (no JSON parse). Every convention file reads this
 -- instead of `spans`, so the JSON work runs on candidates only. (A view, also for the builder: as a
 -- temp table it held every candidate's attributes in memory and saved no CPU time.)

@@ -1,4 +1,5 @@
--- log_batches_ndjson: the fast path for log files (resourceLogs). Literals: ${src}, ${source_file}.
+-- name: log_batches_ndjson(${source_file}, ${src})
+-- The fast path for log files (resourceLogs). Literals: ${src}, ${source_file}.
 CREATE OR REPLACE TEMP VIEW log_batches AS
 SELECT resourceLogs, ${source_file} AS source_file, NULL::BIGINT AS line_no
 FROM read_ndjson(${src}, columns = {'resourceLogs': 'otlp_resource_logs[]'},

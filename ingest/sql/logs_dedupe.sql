@@ -1,4 +1,5 @@
--- logs_dedupe: staged log records, each once by content key, and only when not yet in the lake.
+-- name: logs_dedupe(${staged}, ${lake})
+-- Staged log records, each once by content key, and only when not yet in the lake.
 -- A log record has no id of its own: its key is a hash of what it says. Literals: ${staged}, ${lake}.
 SELECT * EXCLUDE (rn, filename, file_row_number, k)
 FROM (

@@ -1,4 +1,5 @@
--- logs_load: OTLP log batches -> one row per log record (GenAI events may live here).
+-- name: logs_load($ingested_at)
+-- OTLP log batches -> one row per log record (GenAI events may live here).
 -- Reads the view `log_batches(resourceLogs otlp_resource_logs[], source_file, line_no)`.
 -- Parameter: $ingested_at. A bad line (resourceLogs NULL) yields a row with date NULL.
 SELECT

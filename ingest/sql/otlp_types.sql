@@ -1,4 +1,5 @@
--- otlp_types: DuckDB types for OTLP/JSON lines (traces and logs) and macros that turn OTLP values
+-- name: otlp_types
+-- DuckDB types for OTLP/JSON lines (traces and logs) and macros that turn OTLP values
 -- into plain JSON. Run once per ingest connection, before spans_load.sql / logs_load.sql.
 --
 -- Attribute values are declared as JSON, not as a struct: auto-detection fails on value types
@@ -72,11 +73,10 @@ CREATE MACRO otlp_value4(v) AS CASE WHEN otlp_is_nested(v) THEN otlp_open(v) || 
 CREATE MACRO otlp_value5(v) AS CASE WHEN otlp_is_nested(v) THEN otlp_open(v) || coalesce(array_to_string(
     list_transform(otlp_entries(v), lambda e: e.k || otlp_value4(e.v)), ','), '') || otlp_close(v)
     ELSE otlp_scalar(v) END;
-
 -- KeyValue list -> JSON object {key: plain value}. The text is checked once; a list that does
 -- not make a valid object (null keys, odd values) is kept as its raw key/value list.
--- Span, resource, event and link attributes hold scalars and arrays of scalars (an SDK cannot set
--- more), so two levels (one for resource/event/link) are plenty; log attributes get three, log bodies five (a gen_ai.choice
+-- Span, resource and link attributes hold scalars and arrays of scalars (an SDK cannot set
+-- more), so two levels (one for resource/link) are plenty; nested log-record and span-event attributes go through otlp_any_json (any depth), log bodies get five (a gen_ai.choice
 -- body is kvlist > kvlist > array > kvlist > kvlist). Each level costs DuckDB binding time.
 CREATE MACRO otlp_attrs(kvs) AS CASE
     WHEN kvs IS NULL OR len(kvs) = 0 THEN '{}'::JSON
@@ -92,11 +92,15 @@ CREATE MACRO otlp_attrs_flat(kvs) AS CASE
             lambda kv: to_json(kv."key") || ':' || otlp_value1(kv."value")), ',') || '}' AS JSON),
         to_json(kvs)) END;
 
+-- Log-record attributes: GenAI >= 1.37 events carry whole conversations as nested AnyValues, deeper
+-- than macros can go (each level multiplies binding time), so a nested value goes through
+-- otlp_any_json (ingest/anyvalue.py, registered by the loader): any depth, one call per batch.
 CREATE MACRO otlp_attrs_deep(kvs) AS CASE
     WHEN kvs IS NULL OR len(kvs) = 0 THEN '{}'::JSON
     ELSE coalesce(
         try_cast('{' || array_to_string(list_transform(kvs,
-            lambda kv: to_json(kv."key") || ':' || otlp_value3(kv."value")), ',') || '}' AS JSON),
+            lambda kv: to_json(kv."key") || ':' || CASE WHEN otlp_is_nested(kv."value") THEN otlp_any_json(kv."value")
+                                                      ELSE otlp_scalar(kv."value") END), ',') || '}' AS JSON),
         to_json(kvs)) END;
 
 CREATE MACRO otlp_plain(v) AS coalesce(try_cast(otlp_value5(v) AS JSON), v);

@@ -1,4 +1,5 @@
--- spans_dedupe: the staged spans of this run, each (trace_id, span_id) once and only when the lake
+-- name: spans_dedupe(${staged}, ${lake})
+-- The staged spans of this run, each (trace_id, span_id) once and only when the lake
 -- does not hold it yet (exporter retries, a file copied twice). Literals: ${staged}, ${lake}.
 SELECT * EXCLUDE (rn, filename, file_row_number)
 FROM (

@@ -1,4 +1,5 @@
--- spans_empty: the spans table of a lake that holds no span yet (same columns as spans_load.sql).
+-- name: spans_empty
+-- The spans table of a lake that holds no span yet (same columns as spans_load.sql).
 CREATE OR REPLACE TABLE spans (
     trace_id VARCHAR, span_id VARCHAR, parent_span_id VARCHAR, "name" VARCHAR, kind VARCHAR,
     start_ns BIGINT, end_ns BIGINT, status_code VARCHAR, status_message VARCHAR, service_name VARCHAR,

@@ -1,4 +1,5 @@
--- spans_load: OTLP trace batches -> one row per span (DESIGN §3).
+-- name: spans_load($ingested_at)
+-- OTLP trace batches -> one row per span (DESIGN §3).
 -- Reads the view `trace_batches(resourceSpans otlp_resource_spans[], source_file, line_no)` that the
 -- loader points at read_ndjson (fast path) or at numbered lines (slow path). Parameter: $ingested_at.
 -- A bad line (resourceSpans NULL) or a span without ids yields a row with date NULL: the loader
@@ -19,7 +20,7 @@ SELECT
     nullif(b.scope."version", '') AS scope_version,
     otlp_attrs(b.sp.attributes) AS attributes,
     to_json(list_transform(coalesce(b.sp.events, []), lambda e: {
-        'time_ns': otlp_ns(e.timeUnixNano), 'name': e."name", 'attributes': otlp_attrs_flat(e.attributes)})) AS events,
+        'time_ns': otlp_ns(e.timeUnixNano), 'name': e."name", 'attributes': otlp_attrs_deep(e.attributes)})) AS events,
     to_json(list_transform(coalesce(b.sp.links, []), lambda l: {
         'trace_id': otlp_id(l.traceId, 16), 'span_id': otlp_id(l.spanId, 8),
         'attributes': otlp_attrs_flat(l.attributes)})) AS links,

@@ -1,4 +1,5 @@
--- tool_calls: one row per tool execution (DESIGN §4).
+-- name: tool_calls
+-- One row per tool execution (DESIGN §4).
 -- From tool spans: GenAI execute_tool (gen_ai.operation.name / span name), OpenInference TOOL,
 -- traceloop.span.kind = tool, LangSmith tool runs, Vercel ai.toolCall. llm_span_id is the LLM call
 -- whose output asked for it: by tool_call_id, else the last call of the trace that ended before
@@ -13,11 +14,11 @@ tool_spans AS (
                  s.attributes AS a, s."name",
                  -- one parse of the attributes, and only for spans whose text mentions a tool kind
                  CASE WHEN contains(CAST(s.attributes AS VARCHAR), 'tool') OR contains(CAST(s.attributes AS VARCHAR), 'TOOL')
-                      THEN json_extract_string(s.attributes, ['$."gen_ai.operation.name"', '$."openinference.span.kind"',
-                                                              '$."traceloop.span.kind"', '$."langsmith.span.kind"']) END AS k
+                      THEN attr_values(s.attributes, tool_kind_keys()) END AS k
           FROM spans AS s)
-    WHERE k[1] = 'execute_tool' OR starts_with("name", 'execute_tool ') OR k[2] = 'TOOL' OR k[3] = 'tool'
-       OR k[4] = 'tool' OR "name" = 'ai.toolCall'
+    WHERE tool_kind(k, 'gen_ai.operation.name') = 'execute_tool' OR starts_with("name", 'execute_tool ')
+       OR tool_kind(k, 'openinference.span.kind') = 'TOOL' OR tool_kind(k, 'traceloop.span.kind') = 'tool'
+       OR tool_kind(k, 'langsmith.span.kind') = 'tool' OR "name" = 'ai.toolCall'
 ),
 from_spans AS (
     SELECT trace_id, span_id, start_ns, end_ns, status_code,

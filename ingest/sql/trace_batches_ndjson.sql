@@ -1,4 +1,5 @@
--- trace_batches_ndjson: the fast path. One row per OTLP/JSON line of ${src}; a line that is not
+-- name: trace_batches_ndjson(${source_file}, ${src})
+-- The fast path. One row per OTLP/JSON line of ${src}; a line that is not
 -- JSON or not a trace batch reads as resourceSpans NULL (ignore_errors) and is sorted out later.
 -- Literals: ${src} (file read), ${source_file} (the span file it came from).
 CREATE OR REPLACE TEMP VIEW trace_batches AS

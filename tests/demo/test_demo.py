@@ -62,7 +62,7 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     assert "--credit" in record[0]["ingest_args"] and "air" in record[0]["ingest_args"]
     assert [json.loads(x)["split"] for x in (data / "eval" / "cycle-0.jsonl").read_text().splitlines()] == ["eval"] * 2
     assert len((data / "demo" / "rollouts" / "cycle-0.jsonl").read_text().splitlines()) == 4  # 2 tasks x 2 rollouts
-    assert adapter in proc.stdout and "held-out" in proc.stdout
+    assert adapter in proc.stdout and "held-out" in proc.stdout and f"spanrl ui --data {data}" in proc.stdout
 
     # the agent's spans: one root per rollout, the server's span a child of the agent's LLM call
     spans = str(data / "lake" / "spans" / "**" / "*.parquet")

@@ -15,6 +15,10 @@ Telemetry goes over OTLP to ``$OTEL_EXPORTER_OTLP_ENDPOINT`` (e.g. ``running_col
                      installed the package would always pick its latest mode; we select its default path)
   openai-v2-latest   the same package with ``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`` and
                      content ``SPAN_ONLY``: ``gen_ai.input.messages`` / ``gen_ai.output.messages`` JSON attributes
+                     (its opentelemetry-util-genai handler; the modes below are that handler's other modes)
+  openai-v2-event    ... content ``EVENT_ONLY``: the ``gen_ai.client.inference.operation.details`` log record
+  openai-v2-span-and-event  ... content ``SPAN_AND_EVENT``: both (one call, two carriers)
+  openai-v2-no-content      ... content ``NO_CONTENT``: spans without messages (capture off)
   openinference      openinference-instrumentation-openai (``llm.input_messages.{i}.message.*``)
   traceloop          Traceloop's opentelemetry-instrumentation-openai (OpenLLMetry)
   none               no LLM instrumentation (only the agent's own spans)
@@ -40,6 +44,9 @@ TOOLS = [{"type": "function", "function": {
     "name": "get_weather", "description": "Current weather for a city.",
     "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]
 SYSTEM = "You are a helpful agent."
+# opentelemetry-util-genai content capture modes (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT)
+UTIL_GENAI_MODES = {"openai-v2-latest": "SPAN_ONLY", "openai-v2-event": "EVENT_ONLY",
+                    "openai-v2-span-and-event": "SPAN_AND_EVENT", "openai-v2-no-content": "NO_CONTENT"}
 
 
 def _set_mode_env(instrumentation: str) -> None:
@@ -47,9 +54,9 @@ def _set_mode_env(instrumentation: str) -> None:
     if instrumentation == "openai-v2":
         os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
         os.environ.pop("OTEL_SEMCONV_STABILITY_OPT_IN", None)
-    elif instrumentation == "openai-v2-latest":
+    elif instrumentation in UTIL_GENAI_MODES:
         os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
-        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = UTIL_GENAI_MODES[instrumentation]
     elif instrumentation == "traceloop":
         os.environ.setdefault("TRACELOOP_TRACE_CONTENT", "true")
 
@@ -92,7 +99,7 @@ def setup_telemetry(args: argparse.Namespace):
 
 
 def instrument(name: str, tracer_provider, logger_provider) -> None:
-    if name in ("openai-v2", "openai-v2-latest"):
+    if name == "openai-v2" or name in UTIL_GENAI_MODES:
         import opentelemetry.instrumentation.openai_v2 as openai_v2
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
@@ -111,8 +118,8 @@ def instrument(name: str, tracer_provider, logger_provider) -> None:
 
         OpenAIInstrumentor().instrument(tracer_provider=tracer_provider)
     elif name != "none":
-        raise SystemExit(f"unknown --instrumentation {name}: use openai-v2, openai-v2-latest, openinference, "
-                         "traceloop or none")
+        raise SystemExit(f"unknown --instrumentation {name}: use openai-v2, {', '.join(UTIL_GENAI_MODES)}, "
+                         "openinference, traceloop or none")
 
 
 def run_tool(tracer, call, args: argparse.Namespace) -> str:

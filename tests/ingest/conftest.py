@@ -19,7 +19,9 @@ AGENT = ROOT / "tests" / "helpers" / "instrumented_agent.py"
 # (instrumentation, scenario, extra flags): each runs as its own process, all at once
 REAL_RUNS = [
     ("openai-v2", "tools", ["--tool-spans"]),
-    ("openai-v2-latest", "tools", []),
+    ("openai-v2-latest", "tools", []),         # util-genai SPAN_ONLY
+    ("openai-v2-event", "tools", []),          # util-genai EVENT_ONLY: the operation.details log record
+    ("openai-v2-span-and-event", "tools", []),  # util-genai SPAN_AND_EVENT: one call, two carriers
     ("openinference", "multi", []),
     ("traceloop", "tools", ["--tool-spans", "--tool-error"]),
     ("openinference,openai-v2-latest", "single", []),  # one call, recorded by two libraries

@@ -13,6 +13,7 @@ from spanrl.ingest.views import connect
 from tests.ingest.conftest import REAL_RUNS
 
 CONVENTION = {"openai-v2": "genai_semconv_log_events", "openai-v2-latest": "genai_semconv_latest",
+              "openai-v2-event": "genai_semconv_latest_log_event", "openai-v2-span-and-event": "genai_semconv_latest",
               "openinference": "openinference", "traceloop": "openllmetry"}
 
 

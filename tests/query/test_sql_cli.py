@@ -85,3 +85,17 @@ def test_interactive_prompt(data, monkeypatch) -> None:
     interactive(data, connect(data, stage2=False), out)
     text = out.getvalue()
     assert "1 row(s)" in text and "error: spanrl sql is read-only" in text
+
+
+def test_json_numbers_of_any_width_and_decimals_are_json_numbers(data) -> None:
+    """sum() of integers is a HUGEINT and DECIMALs arrive as Python decimals: both must be numbers,
+    written exactly (no float rounding), also inside lists and structs."""
+    q = ("select sum(case when kind = 'CLIENT' then 1 else 0 end) as n, 12345678901234567890123::hugeint as big, "
+         "0.1::decimal(38,30) as exact, 2.50::decimal(5,2) as d, [1.5::decimal(4,2)] as l, "
+         "{'a': -0.25::decimal(4,2)} as st, 'text' as s from spans")
+    res = run("--data", str(data), "--format", "json", q)
+    assert res.exit_code == 0, res.output
+    line = res.output.splitlines()[0]
+    assert '"exact": 0.100000000000000000000000000000' in line and '"big": 12345678901234567890123' in line
+    assert json.loads(line) == {"n": 1, "big": 12345678901234567890123, "exact": 0.1, "d": 2.5, "l": [1.5],
+                                "st": {"a": -0.25}, "s": "text"}

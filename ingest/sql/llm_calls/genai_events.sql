@@ -1,4 +1,5 @@
--- llm_calls/genai_events: OTel GenAI semconv <= 1.36. Inference spans (gen_ai.operation.name chat /
+-- name: llm_calls_genai_events
+-- OTel GenAI semconv <= 1.36. Inference spans (gen_ai.operation.name chat /
 -- text_completion / generate_content, or OpenLLMetry's llm.request.type) whose content came as
 -- per-message events: LOG RECORDS joined by trace/span id (opentelemetry-instrumentation-openai-v2
 -- default mode, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true) or SPAN EVENTS (Strands).

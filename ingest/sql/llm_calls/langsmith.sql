@@ -1,4 +1,5 @@
--- llm_calls/langsmith: LangSmith OTel export (LANGSMITH_OTEL_ENABLED) puts the whole input and output
+-- name: llm_calls_langsmith
+-- LangSmith OTel export (LANGSMITH_OTEL_ENABLED) puts the whole input and output
 -- as JSON strings in gen_ai.prompt / gen_ai.completion (langsmith.span.kind = llm). Inputs are
 -- {"messages": [...]} (OpenAI or LangChain-serialised messages, possibly batched [[...]]); outputs
 -- are {"choices":[{"message"}]}, {"generations":[[{"message"|"text"}]]} or a message.

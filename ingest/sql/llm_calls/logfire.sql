@@ -1,4 +1,5 @@
--- llm_calls/logfire: Pydantic Logfire OpenAI spans: request_data (the request body: messages, tools,
+-- name: llm_calls_logfire
+-- Pydantic Logfire OpenAI spans: request_data (the request body: messages, tools,
 -- model, temperature) and response_data ({"message", "usage"} or a whole ChatCompletion) as JSON.
 -- Pending-span records (logfire.span_type = pending_span) are not calls. Hand-made fixtures.
 WITH src AS (

@@ -1,4 +1,5 @@
--- llm_calls/openinference: Arize OpenInference LLM spans (openinference.span.kind = LLM) with the
+-- name: llm_calls_openinference
+-- Arize OpenInference LLM spans (openinference.span.kind = LLM) with the
 -- flattened llm.input_messages.{i}.message.{role,content,contents.{j}...,tool_call_id,
 -- tool_calls.{k}.tool_call.{id,function.name,function.arguments}}, llm.output_messages.{i}...,
 -- llm.tools.{i}.tool.json_schema, llm.token_count.*, llm.model_name, llm.invocation_parameters.
@@ -26,5 +27,6 @@ SELECT trace_id, span_id, 'openinference' AS convention,
        try_cast(json_extract(a, '$."llm.token_count.completion"') AS BIGINT) AS output_tokens,
        try_cast(json_extract(json_or_text(json_extract(a, '$."llm.invocation_parameters"')), '$.temperature') AS DOUBLE) AS temperature,
        json_extract_string(json_or_text(json_extract(a, '$."output.value"')), '$.id') AS response_id,
-       3 AS priority
+       -- after the body's row (payload.sql, 6) when flattening lost tool-call ids or the system prompt
+       CASE WHEN openinference_lossy(CAST(a AS VARCHAR)) THEN 7 ELSE 3 END AS priority
 FROM msgs

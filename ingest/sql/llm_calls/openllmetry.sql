@@ -1,4 +1,5 @@
--- llm_calls/openllmetry: Traceloop OpenLLMetry <= 0.54 flattened attributes:
+-- name: llm_calls_openllmetry
+-- Traceloop OpenLLMetry <= 0.54 flattened attributes:
 -- gen_ai.prompt.{i}.{role,content,tool_call_id,tool_calls.{k}.{id,name,arguments}},
 -- gen_ai.completion.{i}.{role,content,finish_reason,tool_calls...}, llm.request.functions.{i}.*.
 -- (>= 0.55 writes gen_ai.input.messages: see genai_latest.sql.) List content (multimodal, Anthropic

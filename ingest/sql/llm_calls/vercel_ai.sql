@@ -1,4 +1,5 @@
--- llm_calls/vercel_ai: Vercel AI SDK (experimental_telemetry) provider-call spans
+-- name: llm_calls_vercel_ai
+-- Vercel AI SDK (experimental_telemetry) provider-call spans
 -- (ai.generateText.doGenerate, ai.streamText.doStream, ...): ai.prompt.messages (JSON: content is a
 -- string or parts text / tool-call / tool-result), ai.response.text, ai.response.toolCalls,
 -- ai.prompt.tools, ai.usage.*, ai.model.id. Tested with documented hand-made fixtures.

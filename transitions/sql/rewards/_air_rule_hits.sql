@@ -1,6 +1,6 @@
--- name: _air_rule_hits (template)
+-- name: _air_rule_hits
 -- Which AIR rules each candidate span matches, in one pass over _air_candidates.
--- spanrl.ingest.air replaces the placeholder with one `CASE WHEN (<rule predicate>) THEN <index> END`
+-- A template: spanrl.transitions.air replaces /*RULE_CASES*/ with one `CASE WHEN (<rule predicate>) THEN <index> END`
 -- per rule (the predicates are the user's SQL from spanrl.toml [air], validated one by one first).
 SELECT trace_id, span_id, rollout_id, target_span_id, ts_ns, rule_index
 FROM (

@@ -1,4 +1,4 @@
--- name: stage-2 macros
+-- name: rollouts_macros
 -- Small scalar helpers shared by the rollout, reward and AIR SQL (created once per connection).
 -- Variables read (SET VARIABLE by spanrl.ingest.rollouts.set_variables; NULL = not configured):
 --   spanrl_rollout_key, spanrl_task_key, spanrl_agent_regex, spanrl_settle_ns, spanrl_missing_reward,

@@ -1,4 +1,4 @@
--- name: advantages
+-- name: advantages($advantage, $eps, $gamma, $credit)
 -- Returns and advantages for transition rows (relation transition_rows: snapshot rows or the
 -- builder's transition_base). Re-runnable over a snapshot on its own (DESIGN §10).
 -- Parameters: $credit (air | identical | discounted | last), $gamma, $advantage (group | batch | none), $eps.

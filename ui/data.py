@@ -1,0 +1,231 @@
+"""Every read the web app makes, in one place: the guarded query connection, snapshots, the cycle log.
+
+The pages never open a file or a connection themselves; they call ``Lake``. All SQL runs on the same
+read-only connection ``spanrl sql`` uses (``spanrl.query.connect``: nothing outside the data root is
+reachable, the configuration is locked) and lives in ``ui/sql/*.sql``.
+
+Interim, until the incremental ingest stores the stage-2 tables (issue 11): on this DuckDB the
+stage-2 views (``rollouts``, ``rewards`` ...) are bound again on every query, and binding their nested
+SQL costs 30-40 s even on a 100-rollout lake. So once per lake version ``Lake`` copies the relations
+the snapshot builder materialises (``llm_calls``, ``tool_calls`` and the heavy stage-2 objects, in
+dependency order) into in-memory tables of the connection and points the view names at them: the
+same step-by-step plan the builder runs, a few seconds on small lakes, after which a page query
+takes milliseconds. Names that are already tables (the materialised lake of issue 11) are left
+alone, so this step becomes a no-op by itself; nothing is ever written to the data root.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from spanrl.errors import InputError
+from spanrl.query import connect
+from spanrl.sqlfiles import SqlFiles
+from spanrl.trainer.adapter import adapters_dir, read_cycles
+from spanrl.transitions.snapshot import (
+    latest_manifest,
+    list_snapshots,
+    read_manifest,
+    resolve_snapshot,
+    snapshot_dataset,
+)
+
+_SQL = SqlFiles("spanrl.ui")
+# Relations copied into memory once per lake version, in dependency order (see the module docstring).
+STAGE1_CACHED = ("llm_calls", "tool_calls")
+SNAPSHOT_VIEW = "_ui_snapshot"  # the snapshot a query filters by, registered as an Arrow dataset
+SEARCH_VIEW = "_ui_search"  # trace ids a finished text search matched
+VERSION_CHECK_S = 2.0  # how often a request may stat the data root for changes
+
+
+def _stage2_cached() -> list[str]:
+    from spanrl.transitions.rollouts import STAGE2_OBJECTS
+
+    return [name for name, _, heavy in STAGE2_OBJECTS if heavy]
+
+
+def lake_version(data: Path) -> tuple:
+    """What changes when new data lands: the lake manifest, LATEST snapshot, feedback and config."""
+    stamps = []
+    for path in (data / "lake" / "_files.parquet", data / "transitions" / "LATEST", data / "feedback",
+                 data / "spanrl.toml", data / "adapters" / "cycles.jsonl"):
+        try:
+            st = path.stat()
+            stamps.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            stamps.append(None)
+    return tuple(stamps)
+
+
+@dataclass
+class Prepared:
+    """One warmed connection and how long warming took (the bench reports it)."""
+
+    con: duckdb.DuckDBPyConnection
+    version: tuple
+    warm_s: float
+    cached: list[str] = field(default_factory=list)
+
+
+def prepare(data: Path) -> Prepared:
+    """The guarded connection with the stage-2 relations held in memory (module docstring)."""
+    version = lake_version(data)
+    t0 = time.perf_counter()
+    con = connect(data)
+    kinds = dict(con.execute(_SQL.read("relation_kinds")).fetchall())
+    cached = []
+    for name in [*STAGE1_CACHED, *_stage2_cached()]:
+        if kinds.get(name) != "VIEW":
+            continue  # missing (an empty lake) or already a table
+        con.execute(f'CREATE TABLE main."_ui_{name}" AS SELECT * FROM "{name}"')
+        con.execute(f'DROP VIEW "{name}"')
+        con.execute(f'CREATE TEMP VIEW "{name}" AS SELECT * FROM main."_ui_{name}"')
+        cached.append(name)
+    _register_empty(con)
+    return Prepared(con, version, time.perf_counter() - t0, cached)
+
+
+def _register_empty(con: duckdb.DuckDBPyConnection) -> None:
+    """The filter relations exist, empty, whenever no query has registered its own."""
+    from spanrl.transitions import TRANSITION_SCHEMA
+
+    con.register(SNAPSHOT_VIEW, TRANSITION_SCHEMA.empty_table())
+    con.register(SEARCH_VIEW, pa.table({"trace_id": pa.array([], pa.string())}))
+
+
+class Lake:
+    """The app's one reader: a warmed connection (rebuilt when the data root changes), snapshot
+    datasets, the cycle log. Queries run one at a time on the connection (DuckDB uses every core
+    for each); a long one is interrupted after ``query_timeout_s``."""
+
+    def __init__(self, data: Path, query_timeout_s: float = 60.0) -> None:
+        self.data = Path(data)
+        self.query_timeout_s = query_timeout_s
+        self._lock = threading.Lock()
+        self._rebuild = threading.Lock()
+        self._prepared = prepare(self.data)
+        self._checked = time.monotonic()
+
+    @property
+    def warm_s(self) -> float:
+        return self._prepared.warm_s
+
+    def refresh(self) -> None:
+        """Re-prepare when the data root changed (at most every VERSION_CHECK_S); the old connection
+        serves until the new one is ready."""
+        if time.monotonic() - self._checked < VERSION_CHECK_S:
+            return
+        self._checked = time.monotonic()
+        if lake_version(self.data) == self._prepared.version or not self._rebuild.acquire(blocking=False):
+            return
+        try:
+            fresh = prepare(self.data)
+            with self._lock:
+                old, self._prepared = self._prepared, fresh
+            old.con.close()
+        finally:
+            self._rebuild.release()
+
+    @contextmanager
+    def connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The warmed connection, held by this thread; interrupted when a query runs too long."""
+        self.refresh()
+        with self._lock:
+            con = self._prepared.con
+            timer = threading.Timer(self.query_timeout_s, con.interrupt)
+            timer.start()
+            try:
+                yield con
+            except duckdb.InterruptException:
+                raise InputError(f"the query ran longer than {self.query_timeout_s:.0f} s and was stopped; "
+                                 "narrow it (a filter, a LIMIT)") from None
+            finally:
+                timer.cancel()
+
+    def rows(self, name: str, params: dict[str, Any] | None = None, order: str | None = None,
+             snapshot: str | None = None, search: pa.Table | None = None) -> list[dict[str, Any]]:
+        """Run ``ui/sql/<name>.sql`` with bound ``params``; ``order`` fills its ``/*order*/`` slot (a
+        whitelisted ORDER BY from the page, never user text); ``snapshot``/``search`` register the
+        relations the SQL filters by."""
+        text = _SQL.read(name)
+        if order is not None:
+            text = text.replace("/*order*/", order)
+        with self.connection() as con:
+            if snapshot is not None:
+                con.register(SNAPSHOT_VIEW, self.snapshot_dataset(snapshot))
+            if search is not None:
+                con.register(SEARCH_VIEW, search)
+            try:
+                rel = con.execute(text, params or {})
+                cols = [d[0] for d in rel.description]
+                return [dict(zip(cols, row, strict=True)) for row in rel.fetchall()]
+            except duckdb.InterruptException:
+                raise
+            except duckdb.Error as exc:
+                raise InputError(f"ui/sql/{name}.sql failed: {exc}") from None
+            finally:
+                if snapshot is not None or search is not None:
+                    _register_empty(con)
+
+    def user_query(self, sql: str, limit: int) -> tuple[list[str], list[tuple], int]:
+        """The SQL page: read-only statements (``spanrl sql``'s check), first ``limit`` rows shown."""
+        from spanrl.query import run_query
+
+        with self.connection() as con:
+            table = run_query(self.data, sql, con)
+        shown = table.slice(0, limit)
+        return table.column_names, [tuple(r.values()) for r in shown.to_pylist()], table.num_rows
+
+    # ---- snapshots (through spanrl.transitions' reader API)
+
+    def snapshots(self) -> list[dict[str, Any]]:
+        """Every snapshot's manifest, newest first."""
+        out = []
+        for folder in list_snapshots(self.data):
+            try:
+                out.append(read_manifest(folder))
+            except InputError as exc:
+                out.append({"snapshot_id": folder.name, "error": str(exc)})
+        return out
+
+    def manifest(self, snapshot_id: str) -> dict[str, Any]:
+        return read_manifest(resolve_snapshot(self.data, snapshot_id))
+
+    def latest_snapshot_id(self) -> str | None:
+        manifest = latest_manifest(self.data)
+        return manifest["snapshot_id"] if manifest else None
+
+    def snapshot_dataset(self, snapshot_id: str) -> Any:
+        return snapshot_dataset(self.data, snapshot_id)
+
+    def snapshot_of_rollout(self, rollout_id: str, newest: int = 20) -> str | None:
+        """The newest snapshot (of the last ``newest``) that holds the rollout's calls."""
+        import pyarrow.dataset as ds
+
+        for manifest in self.snapshots()[:newest]:
+            if "error" in manifest:
+                continue
+            rows = self.snapshot_dataset(manifest["snapshot_id"]).count_rows(filter=ds.field("rollout_id") == rollout_id)
+            if rows:
+                return manifest["snapshot_id"]
+        return None
+
+    # ---- the cycle log (through spanrl.trainer.adapter)
+
+    def cycles(self) -> list[dict[str, Any]]:
+        return read_cycles(adapters_dir(self.data))
+
+    def history(self) -> list[dict[str, Any]]:
+        """Reward per cycle merged with the demo's held-out files (``spanrl report``'s reader)."""
+        from spanrl.demo.report import load_history
+
+        return load_history(self.data)

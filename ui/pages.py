@@ -1,0 +1,249 @@
+"""What each page shows, as plain dicts for the templates: the logic between ``Lake`` and the HTML.
+
+These functions are synchronous (the app runs them in a worker thread) and read only through
+``ui/data.py``; the rollout page assembles its span tree in Python from one rollout's spans (a few
+hundred at most, capped), never from a whole table.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from spanrl.errors import InputError
+from spanrl.ui.charts import line_chart, spread
+from spanrl.ui.data import Lake
+from spanrl.ui.filters import PER_PAGE, RolloutFilter, format_ns
+from spanrl.ui.search import Searches
+
+MAX_SPANS = 5000  # spans drawn on one rollout page
+SQL_ROWS = 500  # rows the SQL page shows
+
+
+class NotFound(InputError):
+    """The URL names a rollout or snapshot that does not exist."""
+
+
+def _json(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
+
+
+def _pretty(text: str | None) -> str:
+    value = _json(text)
+    return json.dumps(value, indent=2, ensure_ascii=False) if not isinstance(value, str) else value
+
+
+def _snapshot_for(lake: Lake, flt: RolloutFilter) -> str | None:
+    """The snapshot the filter restricts to: ``snapshot=``, or the one cycle ``cycle=`` trained on."""
+    sid = flt.snapshot or None
+    if flt.cycle:
+        line = next((c for c in lake.cycles() if str(c.get("cycle")) == flt.cycle), None)
+        if line is None:
+            raise InputError(f"cycle={flt.cycle}: no such training cycle in adapters/cycles.jsonl")
+        if sid and sid != line.get("snapshot_id"):
+            raise InputError(f"cycle {flt.cycle} trained on snapshot {line.get('snapshot_id')}, not {sid}; "
+                             "pick one of the two filters")
+        sid = line.get("snapshot_id")
+    if sid:
+        lake.manifest(sid)  # InputError naming the folder when it does not exist
+    return sid
+
+
+@dataclass
+class SearchState:
+    """The free-text part of the Rollouts page: a finished job's matches, or its progress."""
+
+    status: dict | None = None
+    ready: bool = True
+
+
+def rollouts_view(lake: Lake, searches: Searches, flt: RolloutFilter, run_search: bool = False) -> dict[str, Any]:
+    sid = _snapshot_for(lake, flt)
+    search = SearchState()
+    matches = None
+    if flt.q:
+        job = searches.get(flt.q, lake._prepared.version, start=False)
+        if job is None or run_search:
+            job = searches.get(flt.q, lake._prepared.version, start=True)
+        search = SearchState(job.status(), job.state == "done")
+        matches = job.matches() if job.state == "done" else None
+    rows: list[dict] = []
+    if search.ready:
+        params = {**flt.params(), "in_snapshot": sid is not None, "in_search": matches is not None}
+        rows = lake.rows("rollouts_page", params, order=flt.order(), snapshot=sid, search=matches)
+    choices = lake.rows("filter_choices")
+    for r in rows:
+        r["started"] = format_ns(r["started_ns"])
+        r["duration_s"] = (r["ended_ns"] - r["started_ns"]) / 1e9 if r["ended_ns"] and r["started_ns"] else None
+    total = rows[0]["total"] if rows else 0
+    return {
+        "flt": flt, "rows": rows, "total": total, "reward_mean": rows[0]["reward_mean"] if rows else None,
+        "with_reward": rows[0]["with_reward"] if rows else 0, "pages": max(1, -(-total // PER_PAGE)),
+        "tasks": [c["value"] for c in choices if c["kind"] == "task"],
+        "agents": [c["value"] for c in choices if c["kind"] == "agent"],
+        "snapshots": [m["snapshot_id"] for m in lake.snapshots() if "error" not in m],
+        "cycles": [c.get("cycle") for c in lake.cycles()], "search": search,
+    }
+
+
+def _span_kind(span: dict, calls: dict, tools: dict) -> str:
+    if span["span_id"] in calls:
+        return "llm"
+    if span["span_id"] in tools:
+        return "tool"
+    attrs = span["attributes"] or ""
+    if span["name"].startswith("invoke_agent") or '"gen_ai.agent.name"' in attrs or '"AGENT"' in attrs:
+        return "agent"
+    if span["name"] == "spanrl.reward" or '"spanrl.reward"' in attrs:
+        return "reward"
+    return "other"
+
+
+def _tree_order(spans: list[dict]) -> list[dict]:
+    """Spans depth-first (children by start time) with their depth; orphans start new roots."""
+    ids = {s["span_id"] for s in spans}
+    children: dict[str | None, list[dict]] = {}
+    for s in spans:
+        parent = s["parent_span_id"] if s["parent_span_id"] in ids else None
+        children.setdefault(parent, []).append(s)
+    out: list[dict] = []
+    stack = [(s, 0) for s in reversed(children.get(None, []))]
+    while stack:
+        span, depth = stack.pop()
+        span["depth"] = depth
+        out.append(span)
+        stack.extend((c, depth + 1) for c in reversed(children.get(span["span_id"], [])))
+    return out
+
+
+def rollout_view(lake: Lake, rollout_id: str, snapshot: str | None = None) -> dict[str, Any]:
+    found = lake.rows("rollout", {"rollout_id": rollout_id})
+    if not found:
+        raise NotFound(f"no rollout {rollout_id!r} in this lake (rollouts view); it may not be ingested yet")
+    ro = found[0]
+    traces = list(ro["trace_ids"] or [])
+    spans = lake.rows("rollout_spans", {"trace_ids": traces, "limit": MAX_SPANS})
+    calls = {c["span_id"]: c for c in lake.rows("rollout_calls", {"trace_ids": traces})}
+    tools = {t["span_id"]: t for t in lake.rows("rollout_tools", {"trace_ids": traces}) if t["span_id"]}
+    rewards = lake.rows("rollout_rewards", {"rollout_id": rollout_id})
+    sid = snapshot or lake.snapshot_of_rollout(rollout_id)
+    steps = {s["span_id"]: s for s in lake.rows("rollout_steps", {"rollout_id": rollout_id}, snapshot=sid)} if sid else {}
+    t0 = min((s["start_ns"] for s in spans if s["start_ns"]), default=0)
+    t1 = max((s["end_ns"] or s["start_ns"] or 0 for s in spans), default=t0)
+    width = max(t1 - t0, 1)
+    ordered = _tree_order(spans)
+    for s in ordered:
+        s["kind"] = _span_kind(s, calls, tools)
+        s["error"] = (s["status_code"] or "").upper() == "ERROR"
+        s["x"] = 100.0 * ((s["start_ns"] or t0) - t0) / width
+        s["w"] = max(0.4, 100.0 * ((s["end_ns"] or s["start_ns"] or t0) - (s["start_ns"] or t0)) / width)
+        s["ms"] = ((s["end_ns"] or 0) - (s["start_ns"] or 0)) / 1e6 if s["end_ns"] and s["start_ns"] else None
+        s["attributes_pretty"] = _pretty(s["attributes"])
+        s["events_pretty"] = _pretty(s["events"]) if s["events"] not in (None, "[]") else ""
+    air_by_call: dict[str, list[dict]] = {}
+    for r in rewards:
+        if r["source"] == "air" and r["target_span_id"]:
+            air_by_call.setdefault(r["target_span_id"], []).append(r)
+    call_list = []
+    for i, c in enumerate(sorted(calls.values(), key=lambda c: (c["start_ns"] or 0, c["span_id"]))):
+        out = _json(c["output_message"]) or {}
+        call_list.append({
+            **c, "index": i, "messages": _json(c["input_messages"]) or [], "output": out,
+            "tool_requests": out.get("tool_calls") or [] if isinstance(out, dict) else [],
+            "tool_defs": [t.get("function", t).get("name") for t in (_json(c["tools"]) or []) if isinstance(t, dict)],
+            "tools_pretty": _pretty(c["tools"]) if c["tools"] else "", "air": air_by_call.get(c["span_id"], []),
+            "step": steps.get(c["span_id"]), "ms": (c["end_ns"] - c["start_ns"]) / 1e6 if c["end_ns"] else None,
+            "tool_runs": [t for t in tools.values() if t["llm_span_id"] == c["span_id"]],
+        })
+    return {"ro": ro, "spans": ordered, "calls": call_list, "rewards": rewards, "snapshot_id": sid,
+            "truncated": len(spans) >= MAX_SPANS, "started": format_ns(ro["started_ns"]),
+            "duration_s": (t1 - t0) / 1e9, "format_ns": format_ns}
+
+
+def tasks_view(lake: Lake, page: int) -> dict[str, Any]:
+    rows = lake.rows("tasks", {"limit": PER_PAGE, "offset": (page - 1) * PER_PAGE})
+    values = [v for r in rows for v in (r["lo"], r["hi"]) if v is not None]
+    domain = (min(values, default=0.0), max(values, default=1.0))
+    for r in rows:
+        r["spread_svg"] = spread(r["lo"], r["mean"], r["hi"], domain)
+    total = rows[0]["total"] if rows else 0
+    return {"rows": rows, "page": page, "pages": max(1, -(-total // PER_PAGE)), "total": total, "domain": domain}
+
+
+def _flat(d: dict, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in (d or {}).items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def snapshots_view(lake: Lake) -> dict[str, Any]:
+    return {"snapshots": lake.snapshots(), "latest": lake.latest_snapshot_id()}
+
+
+def snapshot_view(lake: Lake, snapshot_id: str, page: int) -> dict[str, Any]:
+    manifests = [m for m in lake.snapshots() if "error" not in m]
+    ids = [m["snapshot_id"] for m in manifests]
+    if snapshot_id not in ids:
+        raise NotFound(f"no snapshot {snapshot_id!r} under transitions/ (known: {', '.join(ids[:5]) or 'none'})")
+    manifest = manifests[ids.index(snapshot_id)]
+    previous = manifests[ids.index(snapshot_id) + 1] if ids.index(snapshot_id) + 1 < len(ids) else None
+    counts = {"rows": manifest.get("rows"), **_flat(manifest.get("stats", {}))}
+    before = {"rows": previous.get("rows"), **_flat(previous.get("stats", {}))} if previous else {}
+    diff = [{"key": k, "now": counts.get(k), "before": before.get(k),
+             "delta": (counts[k] - before[k]) if isinstance(counts.get(k), (int, float))
+             and isinstance(before.get(k), (int, float)) else None}
+            for k in sorted(set(counts) | set(before))]
+    rows = lake.rows("snapshot_rollouts", {"limit": PER_PAGE, "offset": (page - 1) * PER_PAGE}, snapshot=snapshot_id)
+    total = rows[0]["total"] if rows else 0
+    config = manifest.get("config", {})
+    return {"m": manifest, "previous": previous, "diff": diff, "rows": rows, "page": page,
+            "pages": max(1, -(-total // PER_PAGE)), "total": total,
+            "air_rules": config.get("air_rules") or config.get("air", {}).get("rules") or [],
+            "config_pretty": json.dumps(config, indent=2, sort_keys=True, default=str)}
+
+
+def cycles_view(lake: Lake) -> dict[str, Any]:
+    """Reward per cycle (train / held-out), loss, tokens, AIR hits, tool-error rate, as SVG charts."""
+    history = lake.history()
+    rates: dict[str, float | None] = {}  # per snapshot: cycles that trained on the same one share it
+    for row in history:
+        sid = row.get("snapshot_id")
+        if sid and sid not in rates:
+            found = lake.rows("cycle_tool_errors", snapshot=sid)[0]
+            rates[sid] = found["tool_errors"] / found["tool_runs"] if found["tool_runs"] else None
+        row["tool_error_rate"] = rates.get(sid) if sid else None
+    xs = [r["cycle"] for r in history]
+
+    def col(key: str) -> list[float | None]:
+        return [None if r.get(key) is None else float(r[key]) for r in history]
+
+    charts = [
+        line_chart("mean reward per cycle", xs, [("training rollouts", col("train_reward")),
+                                                 ("held-out", col("eval_reward"))], "reward"),
+        line_chart("train loss (cycle N -> adapter N+1)", xs, [("loss", col("train_loss"))], "loss"),
+        line_chart("response tokens trained", xs, [("tokens", col("response_tokens"))], "tokens", bars=True),
+        line_chart("AIR hits per cycle", xs, [("AIR hits", col("air_hits"))], "AIR hits", y_zero=True),
+        line_chart("tool-error rate (tool runs that failed)", xs, [("error rate", col("tool_error_rate"))], "rate",
+                   y_zero=True),
+    ]
+    return {"history": history, "charts": charts, "cycles": lake.cycles()}
+
+
+def sql_view(lake: Lake, sql: str, examples: list[tuple[str, str]]) -> dict[str, Any]:
+    out: dict[str, Any] = {"sql": sql, "examples": examples, "error": "", "columns": [], "rows": [], "count": 0}
+    if sql.strip():
+        try:
+            out["columns"], out["rows"], out["count"] = lake.user_query(sql, SQL_ROWS)
+        except InputError as exc:
+            out["error"] = str(exc)
+    return out

@@ -1,0 +1,9 @@
+-- name: rollout_spans
+-- Every span of a rollout's traces (the lake's spans, read by trace id), oldest first.
+SELECT trace_id, span_id, nullif(parent_span_id, '') AS parent_span_id, "name", kind, start_ns, end_ns,
+       status_code, status_message, service_name, CAST(attributes AS VARCHAR) AS attributes,
+       CAST(events AS VARCHAR) AS events
+FROM spans
+WHERE trace_id IN (SELECT unnest($trace_ids))
+ORDER BY start_ns, span_id
+LIMIT $limit
