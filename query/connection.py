@@ -21,9 +21,11 @@ from spanrl.sqlfiles import sql_literal
 def connect(data: Path, stage2: bool = True) -> duckdb.DuckDBPyConnection:
     """Every table and view of the lake over ``data``, read-only. ``stage2=False`` leaves out the
     rewards/rollouts relations (a query that names none of them skips them)."""
+    from spanrl.transitions.sqlfiles import read_sql as read_stage2_sql
     from spanrl.transitions.tables import current_tables
 
     con = connect_lake(data, read_only=False)
+    con.execute(read_stage2_sql("rollouts/macros"))  # spanrl_is_error & co., for queries over the tables too
     tables, _ = current_tables(data)
     for name, path in tables.items():
         if stage2 or name in ("llm_calls", "tool_calls", "coverage"):
