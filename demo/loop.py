@@ -1,6 +1,6 @@
 """``spanrl demo``: the whole loop on one machine, every stage a real subprocess.
 
-    collector (embedded) ◀─OTLP── calc agent ──HTTP──▶ spanrl serve (hot-reloads adapters/LATEST)
+    collector (embedded) ◀─OTLP── calc agent (via spanrl rollout) ──HTTP──▶ spanrl serve (hot-reloads adapters/LATEST)
         │ span files
         ▼
     spanrl ingest ──▶ lake + transitions snapshot ──▶ spanrl train ──▶ adapters/<cycle>/ ──▶ serve
@@ -15,7 +15,8 @@ Held-out and validation rollouts run under the agent names ``calc-eval``/``calc-
 keeps only ``--agent ^calc$`` calls, so they are in the lake (queryable) but never in a training
 snapshot; the demo checks that. Results land in ``DATA/eval/cycle-N.jsonl`` (held-out),
 ``DATA/eval/val-N.jsonl`` / ``val-candidate-N.jsonl`` (validation) and ``DATA/demo/rollouts/cycle-N.jsonl``
-(training rollouts), written by the agent itself, and one line per finished cycle in
+(training rollouts): the agent's own result lines, one agent process per rollout, run by `spanrl rollout`
+(``spanrl.demo.agent.run_phases``), and one line per finished cycle in
 ``DATA/demo/cycles.jsonl``. Re-running continues the numbering; a file that is whole is not redone.
 """
 
@@ -40,12 +41,12 @@ from rich.progress import (
 )
 
 from spanrl.demo.agent import (
-    agent_env,
+    Phase,
     load_task_module,
     mean_reward,
     read_jsonl,
-    run_agents,
-    start_agent,
+    run_phases,
+    task_lines,
     write_jsonl,
 )
 from spanrl.demo.config import TRAIN_AGENT, CycleResult, DemoConfig
@@ -107,7 +108,7 @@ class Demo:
             wait_until(lambda: port_open(otlp), "collector", collector, self.logs / "collector.log", 60)
             wait_until(lambda: http_get(f"http://127.0.0.1:{serve}/health")[0] == 200, "serve", server,
                        self.logs / "serve.log", 600)
-            self.serve_url, self.env = f"http://127.0.0.1:{serve}", agent_env(serve, otlp)
+            self.serve_url, self.otlp_url = f"http://127.0.0.1:{serve}", f"http://127.0.0.1:{otlp}"
             start = self.first_cycle()
             self.last = start + self.cfg.cycles
             for cycle in range(start, self.last):
@@ -129,28 +130,18 @@ class Demo:
         folder = self.data / "demo" / "tasks"
         if split == "train":  # seed 0 keeps the task lists of earlier versions
             seed = cycle + 10_000 * self.cfg.seed
-            return write_jsonl(folder / f"train-cycle-{cycle}.jsonl", self.tasks.make_tasks("train", n, seed=seed))
-        return write_jsonl(folder / f"{split}-{n}.jsonl", self.tasks.make_tasks(split, n))
+            return write_jsonl(folder / f"train-cycle-{cycle}.jsonl", task_lines(self.tasks.make_tasks("train", n, seed=seed)))
+        return write_jsonl(folder / f"{split}-{n}.jsonl", task_lines(self.tasks.make_tasks(split, n)))
 
-    def _phases(self, cycle: int, progress: Progress, phases: list[tuple[str, Path, Path, str | None]]) -> float:
-        """Run agents for each (split, tasks, out, model) whose ``out`` is not whole yet; seconds."""
-        run_id = f"c{cycle}-{int(time.time())}"
-        jobs, parts = [], []
-        for split, tasks, out, model in phases:
-            if out.is_file():
-                continue  # a resumed cycle: this phase finished before the interruption
-            part = out.with_suffix(".jsonl.part")
-            part.parent.mkdir(parents=True, exist_ok=True)
-            part.unlink(missing_ok=True)
-            label = f"{split}-candidate" if model else split
-            agent = start_agent(tasks, part, split, self.cfg, self.env, run_id, self.logs, model, label)
-            n = len(read_jsonl(tasks)) * (self.cfg.rollouts_per_task if split == "train" else 1)
-            jobs.append((f"cycle {cycle}: {label} rollouts", agent, n))
-            parts.append((part, out))
+    def _phases(self, cycle: int, progress: Progress, phases: list[Phase]) -> float:
+        """Run each phase whose ``out`` is not whole yet through `spanrl rollout`; seconds.
+
+        Run ids ``c<cycle>-<time>-<phase>`` start every rollout id (``<run id>.<task id>.<sample>``),
+        which is how a cycle's training snapshot finds its own rollouts (``run_prefix``)."""
+        todo = [p for p in phases if not p.out.is_file()]  # a resumed cycle skips the phases it finished
         started = time.monotonic()
-        run_agents(jobs, progress, self.logs)
-        for part, out in parts:
-            part.rename(out)
+        if todo:
+            run_phases(todo, self.cfg, f"c{cycle}-{int(time.time())}", self.otlp_url, f"{self.serve_url}/v1", progress)
         return time.monotonic() - started
 
     def _held_out(self, cycle: int) -> tuple[Path, Path]:
@@ -170,10 +161,9 @@ class Demo:
         eval_tasks, eval_out = self._held_out(cycle)
         train_out = self.data / "demo" / "rollouts" / f"cycle-{cycle}.jsonl"
         val_out = self.data / "eval" / f"val-{cycle}.jsonl"
-        phases = [("eval", eval_tasks, eval_out, None),
-                  ("train", self._tasks("train", self.cfg.train_tasks, cycle), train_out, None)]
+        phases = [Phase("eval", eval_tasks, eval_out), Phase("train", self._tasks("train", self.cfg.train_tasks, cycle), train_out)]
         if self.current_val is None:  # the policy's validation score, once (later: the gate's)
-            phases.append(("val", self._tasks("val", self.cfg.val_tasks), val_out, None))
+            phases.append(Phase("val", self._tasks("val", self.cfg.val_tasks), val_out))
         with self._progress() as progress:
             result.seconds["rollouts"] = self._phases(cycle, progress, phases)
             if val_out.is_file():
@@ -208,7 +198,7 @@ class Demo:
         if not out.is_file():
             self._serve_adapter("load", {"lora_name": cid, "lora_path": str(root / cid), "load_inplace": True})
             try:
-                self._phases(cycle, progress, [("val", self._tasks("val", self.cfg.val_tasks), out, cid)])
+                self._phases(cycle, progress, [Phase("val", self._tasks("val", self.cfg.val_tasks), out, cid)])
             finally:
                 self._serve_adapter("unload", {"lora_name": cid})
         result.val_reward, result.candidate_val_reward = self.current_val, mean_reward(read_jsonl(out))
@@ -263,7 +253,7 @@ class Demo:
         result = CycleResult(cycle, policy=self._policy_name())
         eval_tasks, eval_out = self._held_out(cycle)
         with self._progress() as progress:
-            result.seconds["rollouts"] = self._phases(cycle, progress, [("eval", eval_tasks, eval_out, None)])
+            result.seconds["rollouts"] = self._phases(cycle, progress, [Phase("eval", eval_tasks, eval_out)])
             step = progress.add_task("final ingest (the lake gets the last evaluation's spans)", total=1)
             wait_for_quiet_files(self.data / "otel")
             result.seconds["ingest"] = run_step("ingest", self._ingest_command(), self.logs)
@@ -299,8 +289,8 @@ def wait_for_quiet_files(folder: Path, quiet_s: float = 2.0, timeout_s: float = 
 
 
 def run_prefix(rollouts_file: Path) -> str | None:
-    """The run id the agent put in front of this file's rollout ids (``c<cycle>-<time>-``): a cycle
-    resumed after an interruption trains on the rollouts the agent finished, not on stragglers."""
+    """The run id prefix in front of this file's rollout ids (``c<cycle>-<time>-``): a cycle
+    resumed after an interruption trains on the rollouts that phase finished, not on stragglers."""
     rows = read_jsonl(rollouts_file)
     match = re.match(r"(c\d+-\d+-)", str(rows[0]["rollout_id"])) if rows else None
     return match.group(1) if match else None

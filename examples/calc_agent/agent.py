@@ -9,6 +9,13 @@ configured by the standard environment variables:
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only
     python agent.py --tasks tasks.jsonl --rollouts 4 --out results.jsonl
 
+or one task per process, the way ``spanrl rollout`` runs it (the demo does): the runner sets
+``OTEL_RESOURCE_ATTRIBUTES`` to carry the rollout and task ids, so the agent names no rollout itself
+and prints its result line on stdout:
+
+    spanrl rollout --tasks tasks.jsonl --n 4 --policy-url URL -- \
+        python agent.py --tasks tasks.jsonl --task-id {task_id}
+
 One rollout = one root span ``invoke_agent calc`` (``spanrl.rollout_id``, ``spanrl.task_id``):
 call 1 asks for the calculator, the tool runs in an ``execute_tool calculator`` span, call 2 answers
 with the number. The reward is a child span named ``spanrl.reward`` written with the OTel API: 1.0
@@ -154,10 +161,13 @@ def final_number(text: str | None) -> float | None:
     return float(found[-1].replace(",", "")) if found else None
 
 
-def rollout(client: OpenAI, task: dict[str, Any], rollout_id: str, args: argparse.Namespace) -> dict[str, Any]:
-    """One episode: ask, run the tools the model asks for, answer, score, emit the reward span."""
+def rollout(client: OpenAI, task: dict[str, Any], rollout_id: str | None, args: argparse.Namespace) -> dict[str, Any]:
+    """One episode: ask, run the tools the model asks for, answer, score, emit the reward span.
+    ``rollout_id`` None: the resource attributes name the rollout (one rollout per process)."""
     attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": args.agent_name,
-             "spanrl.rollout_id": rollout_id, "spanrl.task_id": task["task_id"], "spanrl.split": args.split}
+             "spanrl.task_id": task["task_id"], "spanrl.split": args.split}
+    if rollout_id is not None:
+        attrs["spanrl.rollout_id"] = rollout_id
     with tracer.start_as_current_span(f"invoke_agent {args.agent_name}", attributes=attrs) as root:
         messages = [{"role": "system", "content": SYSTEM}, *EXAMPLES, {"role": "user", "content": task["question"]}]
         tool_ok = tool_errors = llm_calls = 0
@@ -221,7 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run calculator-agent rollouts (one JSON task per line).")
     parser.add_argument("--tasks", required=True, help="JSONL file of {task_id, question, answer}")
     parser.add_argument("--rollouts", type=int, default=1, help="rollouts per task (a group)")
-    parser.add_argument("--out", required=True, help="JSONL file the results are appended to")
+    parser.add_argument("--out", default="-", help="JSONL file the results are appended to (default: stdout)")
+    parser.add_argument("--task-id", default=None,
+                        help="run only this task of --tasks, once (a runner such as `spanrl rollout` gives each "
+                             "rollout its own process and its id in OTEL_RESOURCE_ATTRIBUTES)")
     parser.add_argument("--split", default="train", help="tag written on every rollout (spanrl.split)")
     parser.add_argument("--agent-name", default="calc", help="gen_ai.agent.name of the rollouts")
     parser.add_argument("--run-id", default="run", help="prefix of the rollout ids (unique per run)")
@@ -233,26 +246,40 @@ def main(argv: list[str] | None = None) -> int:
 
     with open(args.tasks, encoding="utf-8") as fh:
         tasks = [json.loads(line) for line in fh if line.strip()]
-    jobs = [(t, f"{args.run_id}-{t['task_id']}-r{k}") for t in tasks for k in range(args.rollouts)]
+    if args.task_id is not None:
+        tasks = [t for t in tasks if t["task_id"] == args.task_id]
+        if not tasks:
+            parser.error(f"--task-id {args.task_id!r} is not in {args.tasks}")
+        jobs: list[tuple[dict[str, Any], str | None]] = [(tasks[0], None)]
+    else:
+        jobs = [(t, f"{args.run_id}-{t['task_id']}-r{k}") for t in tasks for k in range(args.rollouts)]
     provider = setup_telemetry()
     client = make_client()
     lock = threading.Lock()
-    with open(args.out, "a", encoding="utf-8") as out, ThreadPoolExecutor(args.concurrency) as pool:
+    failed = False
+    out = sys.stdout if args.out == "-" else open(args.out, "a", encoding="utf-8")  # noqa: SIM115 - closed below
+    with ThreadPoolExecutor(args.concurrency) as pool:
 
-        def one(job: tuple[dict[str, Any], str]) -> None:
+        def one(job: tuple[dict[str, Any], str | None]) -> None:
+            nonlocal failed
             try:
                 result = rollout(client, job[0], job[1], args)
             except Exception as exc:  # a failed request is a failed rollout, not a crashed batch
                 result = {"rollout_id": job[1], "task_id": job[0]["task_id"], "split": args.split,
                           "reward": None, "error": f"{type(exc).__name__}: {exc}"}
+                failed = True
+                print(f"rollout of {job[0]['task_id']} failed: {result['error']}", file=sys.stderr, flush=True)
             with lock:
                 out.write(json.dumps(result) + "\n")
                 out.flush()
-                print(f"done {result['rollout_id']} reward={result['reward']}", flush=True)
+                if out is not sys.stdout:
+                    print(f"done {result['rollout_id']} reward={result['reward']}", flush=True)
 
         list(pool.map(one, jobs))
+    if out is not sys.stdout:
+        out.close()
     provider.shutdown()  # flushes the span queue to the collector
-    return 0
+    return 1 if failed and args.task_id is not None else 0  # one rollout per process: its exit code says how it went
 
 
 if __name__ == "__main__":

@@ -69,8 +69,18 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     with duckdb.connect() as con:
         roots = dict(con.execute(
             "select name, count(*) from read_parquet($g) where parent_span_id is null group by 1", {"g": spans}).fetchall())
-        # eval: 2 tasks x 2 cycles; val: the base and the candidate on 2 tasks
-        assert roots == {"invoke_agent calc": 4, "invoke_agent calc-eval": 4, "invoke_agent calc-val": 4}
+        # eval: 2 tasks x 2 cycles; val: the base and the candidate on 2 tasks; every rollout ran
+        # through `spanrl rollout`, whose own span per attempt is a root too
+        assert roots == {"invoke_agent calc": 4, "invoke_agent calc-eval": 4, "invoke_agent calc-val": 4,
+                         "spanrl.rollout": 12}
+        # the rollout ids reached the agent's spans through OTEL_RESOURCE_ATTRIBUTES only: the agent's
+        # root carries none of its own, and each rollout id names one agent root and one runner span
+        per_rollout = con.execute(
+            """select json_extract_string(resource, '$."spanrl.rollout_id"') r,
+                      count(*) filter (where name like 'invoke_agent%'), count(*) filter (where name = 'spanrl.rollout'),
+                      count(*) filter (where name like 'invoke_agent%' and attributes like '%spanrl.rollout_id%')
+               from read_parquet($g) where parent_span_id is null group by 1""", {"g": spans}).fetchall()
+        assert len(per_rollout) == 12 and all(r[0] and r[1:] == (1, 1, 0) for r in per_rollout), per_rollout
         orphans = con.execute(
             """select count(*) from read_parquet($g) s where s.service_name = 'spanrl-serve' and not exists
                (select 1 from read_parquet($g) p where p.span_id = s.parent_span_id and p.service_name = 'calc-agent')""",
@@ -256,3 +266,23 @@ def test_air_fires_on_the_agents_own_tool_failures(tmp_path: Path) -> None:
     rows = sorted(table.to_pylist(), key=lambda r: r["step"])
     assert [r["step_reward"] for r in rows] == pytest.approx([-0.2, 0.0])  # the call that sent {"query": ...}
     assert [r["return"] for r in rows] == pytest.approx([-0.2, 0.0])  # air credit: R (0) + its own AIR
+
+
+def test_result_rows_come_from_the_runners_attempts(tmp_path: Path) -> None:
+    """The demo's result files are the agent's stdout lines under the runner's rollout ids; an attempt
+    that printed none (a crash) is a rollout without reward, its stderr tail as the error."""
+    from spanrl.demo.agent import result_rows
+    from spanrl.rollout import RolloutConfig, run_rollouts
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"task_id": "ok", "input": "1 + 1"}\n{"task_id": "crash", "input": "x"}\n')
+    agent = ['case "$SPANRL_TASK_ID" in crash) echo "no tool" >&2; exit 3;; '
+             '*) echo noise; echo \'{"task_id": "ok", "reward": 1.0, "correct": true}\';; esac']
+    summary = run_rollouts(RolloutConfig(tasks=tasks, n=2, command=["sh", "-c", *agent], data=tmp_path / "data",
+                                         policy_url="http://127.0.0.1:9/v1", otlp="http://127.0.0.1:9",
+                                         run_id="c0-1-train", retries=0))
+    rows = sorted(result_rows(summary.run_dir, "train"), key=lambda r: r["rollout_id"])
+    assert [r["rollout_id"] for r in rows] == ["c0-1-train.crash.0", "c0-1-train.crash.1",
+                                               "c0-1-train.ok.0", "c0-1-train.ok.1"]
+    assert [r["reward"] for r in rows] == [None, None, 1.0, 1.0] and rows[0]["error"].strip() == "no tool"
+    assert rows[0]["split"] == "train" and rows[2]["correct"] is True
