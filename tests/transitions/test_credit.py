@@ -109,7 +109,7 @@ def test_sql_matches_pure_maths(rollouts, credit, advantage, gamma) -> None:
         if credit == "air":  # the rollout's return plus this call's own AIR reward, nothing else
             assert [r["return"] - rewards[rid] for r in rows] == pytest.approx(steps, abs=1e-9)
             if not any(steps):
-                assert [r["advantage"] for r in rows] == [a_r[rid]] * len(steps)
+                assert [r["advantage"] for r in rows] == pytest.approx([a_r[rid]] * len(steps), abs=1e-12)
     if advantage == "group" and credit == "identical":
         per_task: dict[str, list[float]] = {}
         for rid, task, _, _ in spec:
