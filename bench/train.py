@@ -16,6 +16,11 @@ CPU-second figure is the stable one, hence 1 thread per side by default.
 
     .venv/bin/python bench/train.py                 # tiny model, then the demo model (SmolLM2-135M)
     .venv/bin/python bench/train.py --models tiny --steps 20 --lengths fixed
+    .venv/bin/python bench/train.py --multi-call 4  # trajectory merging on vs off (spanrl only)
+
+``--multi-call K``: rollouts of K chained calls (each prompt = the previous prompt + response + a tool
+result, as an agent's conversation grows), trained by spanrl with ``merge_calls`` on (one sequence
+per rollout, the shared prefix computed once) against off (K sequences); same steps, same tokens.
 """
 
 from __future__ import annotations
@@ -69,13 +74,36 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def worker_spanrl(model: Path, data: Path, steps: int, batch: int, seq_len: int, budget: int) -> dict:
+def make_chained_rows(tokenizer, n: int, calls: int, seq_len: int) -> list[dict]:
+    """n rollouts of ``calls`` engine calls each; call t+1's prompt extends call t's prompt + response."""
+    from tests.helpers.tiny_model import transition_row
+
+    rows = []
+    per_call = max(8, seq_len // (2 * calls))  # response tokens per call: the last call stays near seq_len
+    for i in range(n):
+        messages = [{"role": "user", "content": f"Task {i}: work it out with the tool, step by step."}]
+        prompt = tokenizer(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False),
+                           add_special_tokens=False)["input_ids"]
+        for t in range(calls):
+            words = " ".join(WORDS[(i + t + k) % len(WORDS)] for k in range(per_call))
+            response = tokenizer(words, add_special_tokens=False)["input_ids"][: per_call - 1] + [tokenizer.eos_token_id]
+            rows.append(transition_row(
+                rollout_id=f"r{i:04d}", task_id=f"t{i}", step=t, n_steps=calls, is_last=t == calls - 1,
+                prompt_token_ids=prompt, response_token_ids=response, token_source="engine",
+                final_reward=1.0, advantage=1.0, **{"return": 1.0}))
+            tool = tokenizer(f"\ntool: result {i * 31 + t} ok\nassistant:", add_special_tokens=False)["input_ids"]
+            prompt = prompt + response + tool
+    return rows
+
+
+def worker_spanrl(model: Path, data: Path, steps: int, batch: int, seq_len: int, budget: int,
+                  merge: bool = True) -> dict:
     from spanrl.trainer.config import TrainConfig
     from spanrl.trainer.train import train
 
     cfg = TrainConfig(model=model, data=data, loss="sft", loss_agg="token", lr=2e-4, epochs=1,
                       rollouts_per_step=batch, tokens_per_batch=budget, max_prompt_tokens=seq_len,
-                      max_response_tokens=seq_len, out=data / "bench-adapters", fresh=True)
+                      max_response_tokens=seq_len, out=data / "bench-adapters", fresh=True, merge_calls=merge)
     result = train(cfg, progress=False)
     rows = [json.loads(x) for x in (result.folder / "metrics.jsonl").read_text().splitlines()][:steps]
     seconds = sum(r["seconds"] for r in rows)
@@ -131,7 +159,8 @@ def worker_trl(model: Path, data: Path, steps: int, batch: int, seq_len: int, bu
             "tokens_per_cpu_s": tokens / sum(step_cpu), "final_loss": [h["loss"] for h in trainer.state.log_history if "loss" in h][-1]}
 
 
-def prepare(name: str, work: Path, steps: int, batch: int, seq_len: int, varied: bool) -> tuple[Path, Path]:
+def prepare(name: str, work: Path, steps: int, batch: int, seq_len: int, varied: bool,
+            calls: int = 0) -> tuple[Path, Path]:
     """Base model folder + a data root holding the snapshot and the rendered sequences."""
     import pyarrow as pa
     from transformers import AutoTokenizer
@@ -147,10 +176,10 @@ def prepare(name: str, work: Path, steps: int, batch: int, seq_len: int, varied:
 
         model = prepare_demo_model(Path(os.environ.get("SPANRL_BENCH_CACHE", Path(tempfile.gettempdir()) / "spanrl-bench")))
     tokenizer = AutoTokenizer.from_pretrained(model)
-    rows = make_rows(tokenizer, steps * batch, seq_len, varied)
+    rows = make_chained_rows(tokenizer, steps * batch, calls, seq_len) if calls else make_rows(tokenizer, steps * batch, seq_len, varied)
     data = work / f"data-{name}"
     write_rows_snapshot(data, rows)
-    seqs, stats = build_sequences(pa.Table.from_pylist(rows, schema=TRANSITION_SCHEMA), tokenizer, seq_len, seq_len)
+    seqs, stats = build_sequences(pa.Table.from_pylist(rows, schema=TRANSITION_SCHEMA), tokenizer, 1 << 16, seq_len)
     assert stats.skipped == 0 and len(seqs) == len(rows)
     (data / "sequences.json").write_text(json.dumps([{"ids": s.ids, "n_prompt": s.n_prompt} for s in seqs]))
     return model, data
@@ -160,6 +189,9 @@ def run_worker(side: str, model: Path, data: Path, steps: int, batch: int, seq_l
                threads: int) -> dict:
     cmd = [sys.executable, __file__, "--worker", side, "--model-dir", str(model), "--data", str(data),
            "--steps", str(steps), "--batch", str(batch), "--seq-len", str(seq_len), "--tokens-per-batch", str(budget)]
+    if side.startswith("spanrl-"):  # merged / unmerged
+        cmd[3] = "spanrl"
+        cmd += ["--multi-call", "1" if side == "spanrl-merged" else "0"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
@@ -179,16 +211,22 @@ def main() -> None:
     ap.add_argument("--lengths", choices=["varied", "fixed"], default="varied",
                     help="varied: lengths spread over [L/4, L] like agent calls; fixed: every sequence L tokens")
     ap.add_argument("--rounds", type=int, default=2, help="alternate the two sides this often; best of each counts")
+    ap.add_argument("--multi-call", type=int, default=0,
+                    help="K > 1: rollouts of K chained calls, spanrl with trajectory merging vs without")
     ap.add_argument("--worker", choices=["spanrl", "trl"], help=argparse.SUPPRESS)
     ap.add_argument("--model-dir", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--data", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
-        fn = worker_spanrl if a.worker == "spanrl" else worker_trl
-        res = fn(a.model_dir, a.data, a.steps, a.batch, a.seq_len, a.tokens_per_batch)
+        if a.worker == "spanrl":  # in a worker, --multi-call is 1 (merge) or 0 (don't)
+            res = worker_spanrl(a.model_dir, a.data, a.steps, a.batch, a.seq_len, a.tokens_per_batch, a.multi_call != 0)
+        else:
+            res = worker_trl(a.model_dir, a.data, a.steps, a.batch, a.seq_len, a.tokens_per_batch)
         res["peak_rss_mb"] = round(peak_rss_mb(), 1)
         print(json.dumps(res))
         return
+    if a.multi_call > 1:
+        return bench_merging(a)
     print(f"bench/train: {a.batch} sequences/step, {a.lengths} lengths <= {a.seq_len} tokens, LoRA r=16 all-linear, "
           f"fp32 CPU, {a.threads} thread(s), spanrl --tokens-per-batch {a.tokens_per_batch}, best of {a.rounds} alternating rounds")
     with tempfile.TemporaryDirectory(prefix="spanrl-bench-train-") as tmp:
@@ -212,6 +250,31 @@ def main() -> None:
             rss = best["spanrl"]["peak_rss_mb"] / best["trl"]["peak_rss_mb"]
             print(f"  {name:5s} ratio spanrl/TRL response tokens/s: {ratio:.2f}x wall, {cpu_ratio:.2f}x per CPU-second "
                   f"(goal >= 1.3); peak RSS ratio {rss:.2f}")
+
+
+def bench_merging(a: argparse.Namespace) -> None:
+    """spanrl on multi-call rollouts, trajectory merging on vs off; best of ``--rounds`` each."""
+    print(f"bench/train --multi-call {a.multi_call}: {a.batch} rollouts/step of {a.multi_call} chained calls "
+          f"(last call <= ~{a.seq_len} tokens), LoRA r=16, fp32 CPU, {a.threads} thread(s), "
+          f"--tokens-per-batch {a.tokens_per_batch}, best of {a.rounds} alternating rounds")
+    with tempfile.TemporaryDirectory(prefix="spanrl-bench-merge-") as tmp:
+        for name in a.models.split(","):
+            steps = a.steps or (10 if name == "tiny" else 3)
+            model, data = prepare(name, Path(tmp), steps, a.batch, a.seq_len, False, a.multi_call)
+            runs: dict[str, list[dict]] = {"spanrl-merged": [], "spanrl-unmerged": []}
+            for _ in range(a.rounds):
+                for side in runs:
+                    runs[side].append(run_worker(side, model, data, steps, a.batch, a.seq_len, a.tokens_per_batch,
+                                                 a.threads))
+            best = {side: max(rs, key=lambda r: r["tokens_per_s"]) for side, rs in runs.items()}
+            for side, r in best.items():
+                print(f"  {name:5s} {side:15s} {r['steps']:3d} steps  {r['response_tokens']:7d} resp tokens  "
+                      f"{r['seconds']:8.2f} s  {r['tokens_per_s']:9.1f} resp tok/s  {r['tokens_per_cpu_s']:9.1f} per CPU-s  "
+                      f"loss {r['final_loss']:.4f}")
+            ratio = best["spanrl-merged"]["tokens_per_s"] / best["spanrl-unmerged"]["tokens_per_s"]
+            cpu = (max(r["tokens_per_cpu_s"] for r in runs["spanrl-merged"])
+                   / max(r["tokens_per_cpu_s"] for r in runs["spanrl-unmerged"]))
+            print(f"  {name:5s} merged/unmerged response tokens/s: {ratio:.2f}x wall, {cpu:.2f}x per CPU-second")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from spanrl.demo.config import METHODS
 from spanrl.options import data_option
 
 
@@ -15,24 +16,35 @@ from spanrl.options import data_option
 @click.option("--quick", is_flag=True, help="A few-minute smoke run (few tasks, short replies).")
 @click.option("--model", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Local base model folder (default: SmolLM2-135M-Instruct, prepared under DATA/models).")
+@click.option("--method", type=click.Choice(list(METHODS)), default=None,
+              help="Training recipe: sft (expert iteration), rl (pg + air credit), rl-no-air, rl-discounted "
+                   "[sft; rl with --quick].")
+@click.option("--seed", type=int, default=None, help="Seed of the training tasks and the LoRA init [0].")
 @click.option("--train-tasks", type=int, default=None, help="Training tasks per cycle [4].")
 @click.option("--rollouts-per-task", type=int, default=None, help="Rollouts per training task (a group) [4].")
-@click.option("--eval-tasks", type=int, default=None, help="Held-out tasks evaluated each cycle (max 32) [16].")
-@click.option("--ingest-args", default=None, help="Extra flags for `spanrl ingest`, as one string.")
-@click.option("--train-args", default=None, help="Extra flags for `spanrl train`, as one string.")
-def demo(data: Path, cycles: int | None, quick: bool, model: Path | None, train_tasks: int | None,
-         rollouts_per_task: int | None, eval_tasks: int | None, ingest_args: str | None, train_args: str | None) -> None:
+@click.option("--eval-tasks", type=int, default=None,
+              help="Held-out tasks evaluated at cycle 0 and after the last cycle (max 64) [64].")
+@click.option("--eval-subset", type=int, default=None, help="Held-out tasks evaluated at the cycles between [16].")
+@click.option("--val-tasks", type=int, default=None, help="Validation tasks scoring each candidate (max 32) [16].")
+@click.option("--promote-margin", type=float, default=None,
+              help="Promote a candidate unless its validation reward is lower than the policy's by more [0.1].")
+@click.option("--ingest-args", default=None, help="Flags for `spanrl ingest`, as one string (replace the method's).")
+@click.option("--train-args", default=None, help="Flags for `spanrl train`, as one string (replace the method's).")
+def demo(data: Path, cycles: int | None, quick: bool, model: Path | None, ingest_args: str | None,
+         train_args: str | None, **options: object) -> None:
     """The whole loop on this machine: agent -> collector -> ingest -> train -> serve, N cycles.
 
     Starts the embedded collector and `spanrl serve` on free loopback ports, runs the calculator
     agent (examples/calc_agent, plain openai SDK + OTel instrumentation) on training and held-out
-    tasks, ingests, trains one LoRA cycle, waits for the server to load it, and repeats. Re-running
-    continues the cycle numbering of the data root. Ctrl-C stops every subprocess.
+    tasks, ingests, trains a candidate adapter, promotes it only if its validation reward is not
+    worse than the policy's by more than --promote-margin, and repeats. Re-running continues the
+    cycle numbering of the data root. Ctrl-C stops every subprocess.
 
     \b
     Example:
       spanrl demo --quick
       spanrl demo --cycles 5 --data ./demo-data
+      spanrl demo --method rl --seed 1
     """
     import shlex
 
@@ -43,10 +55,7 @@ def demo(data: Path, cycles: int | None, quick: bool, model: Path | None, train_
     from spanrl.demo.report import print_table, write_report
 
     values: dict = dict(QUICK) if quick else {}
-    for key, value in (("cycles", cycles), ("train_tasks", train_tasks), ("rollouts_per_task", rollouts_per_task),
-                       ("eval_tasks", eval_tasks), ("model", model)):
-        if value is not None:
-            values[key] = value
+    values.update({k: v for k, v in {**options, "cycles": cycles, "model": model}.items() if v is not None})
     if ingest_args is not None:
         values["ingest_args"] = shlex.split(ingest_args)
     if train_args is not None:

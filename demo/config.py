@@ -1,4 +1,5 @@
-"""What a ``spanrl demo`` run does (``DemoConfig``, the ``--quick`` preset) and what each cycle yields."""
+"""What a ``spanrl demo`` run does (``DemoConfig``, the ``--quick`` preset, the training methods)
+and what each cycle yields."""
 
 from __future__ import annotations
 
@@ -7,7 +8,32 @@ from pathlib import Path
 
 from spanrl.errors import InputError
 
-TRAIN_AGENT, EVAL_AGENT = "calc", "calc-eval"
+TRAIN_AGENT, EVAL_AGENT, VAL_AGENT = "calc", "calc-eval", "calc-val"
+
+_GROUP = ["--advantage", "group"]
+# GRPO-style policy gradient: group-normalised advantages from the snapshot (4 rollouts per task),
+# the truncated importance weight against the server's sampling log-probs (--is-cap 2, on by
+# default), per-rollout aggregation (the trainer's default), a small k3 KL to the base model so a
+# cycle of one-sided data cannot drag every answer to one operator (what pg run 1 showed), and
+# half of pg run 1's step (5e-4 learned in one cycle, then collapsed; 2e-4 barely moved).
+RL_TRAIN = ["--loss", "pg", "--lr", "3e-4", "--rollouts-per-step", "4", "--kl-coef", "0.05"]
+# Expert iteration (RAFT/ReST): each cycle fine-tunes on its best correct rollout of each task
+# (reward >= 1.0, top 1 per task: one example per operator), step 5e-4 (docs/demo.md runs 4-6).
+SFT_TRAIN = ["--loss", "sft", "--sft-min-return", "1.0", "--sft-top-k", "1", "--lr", "5e-4", "--rollouts-per-step", "2"]
+
+# name -> (spanrl ingest flags, spanrl train flags): the demo's training recipes, which are also the
+# ablation arms of bench/demo_seeds.py. "rl" learns from every rollout, failures included (AIR
+# pushes down the calls that broke the tool); "rl-no-air" is the same with identical credit (AIR is
+# recorded but ignored); "rl-discounted" gives earlier calls gamma-discounted credit plus AIR to go.
+METHODS: dict[str, tuple[list[str], list[str]]] = {
+    "rl": (["--credit", "air", *_GROUP], RL_TRAIN),
+    "rl-no-air": (["--credit", "identical", *_GROUP], RL_TRAIN),
+    "rl-discounted": (["--credit", "discounted", *_GROUP], RL_TRAIN),
+    "sft": (["--credit", "air", *_GROUP], SFT_TRAIN),
+}
+# The full demo keeps expert iteration until the RL recipe has matched it over seeds (docs/demo.md:
+# the 3-seed comparison is not run yet); --quick uses RL, which trains whatever the first answers are.
+DEFAULT_METHOD = "sft"
 
 
 @dataclass
@@ -17,9 +43,16 @@ class DemoConfig:
     data: Path
     model: Path | None = None
     cycles: int = 5
-    train_tasks: int = 4  # fresh training tasks per cycle (seeded by the cycle number)
+    seed: int = 0  # training tasks (seeded by seed and cycle) and LoRA init; held-out and validation stay fixed
+    method: str = DEFAULT_METHOD  # a key of METHODS: the ingest and train flags unless given explicitly
+    train_tasks: int = 4  # fresh training tasks per cycle
     rollouts_per_task: int = 4  # a group per task: the group advantage needs several
-    eval_tasks: int = 16  # the first tasks of the fixed held-out split (never trained on)
+    # Held-out split (examples/calc_agent/tasks.py, 64 tasks): all ``eval_tasks`` at cycle 0 and after
+    # the last cycle (the reported numbers), the first ``eval_subset`` at the cycles in between.
+    eval_tasks: int = 64
+    eval_subset: int = 16
+    val_tasks: int = 16  # validation split: the promotion gate (never trained on, never reported)
+    promote_margin: float = 0.1  # a candidate whose validation reward is lower by more stays a candidate
     # The agent's sampling temperature, for training rollouts and held-out ones alike: the held-out
     # score measures the agent as it runs (greedy measures only the mode; see docs/demo.md).
     temperature: float = 0.7
@@ -28,32 +61,49 @@ class DemoConfig:
     concurrency: int = 64
     max_batch: int = 32  # the server's batch: all concurrent rollouts of a phase in one generate call
     on_policy: bool = True  # train each cycle on its own rollouts only (see train_snapshot)
-    ingest_args: list[str] = field(default_factory=lambda: ["--credit", "identical", "--advantage", "group"])
-    # Expert iteration (RAFT/ReST): each cycle fine-tunes on its best correct rollout of each task
-    # (reward >= 1.0, top 1 per task: one example per operator, so no operator crowds out the
-    # others), with a larger step than spanrl train's default (2e-5) because a CPU cycle sees few
-    # rollouts. docs/demo.md has the measured runs behind this choice (pg runs 1-3, sft runs 4-6).
-    train_args: list[str] = field(default_factory=lambda: [
-        "--loss", "sft", "--sft-min-return", "1.0", "--sft-top-k", "1", "--lr", "5e-4", "--rollouts-per-step", "2"])
+    ingest_args: list[str] | None = None  # None: the method's
+    train_args: list[str] | None = None  # None: the method's
     reload_timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
-        for name in ("cycles", "train_tasks", "rollouts_per_task", "eval_tasks", "max_tokens", "concurrency"):
+        for name in ("cycles", "train_tasks", "rollouts_per_task", "eval_tasks", "eval_subset", "val_tasks",
+                     "max_tokens", "concurrency"):
             if getattr(self, name) < (0 if name == "cycles" else 1):
                 raise InputError(f"demo: {name} must be positive, got {getattr(self, name)}")
+        if self.method not in METHODS:
+            raise InputError(f"demo: --method {self.method!r}: choose one of {', '.join(METHODS)}")
+        if self.eval_tasks > 64 or self.val_tasks > 32:
+            raise InputError("demo: the held-out split has 64 tasks and the validation split 32; ask for fewer")
+        if self.promote_margin < 0:
+            raise InputError(f"demo: --promote-margin must be >= 0, got {self.promote_margin}")
+        self.eval_subset = min(self.eval_subset, self.eval_tasks)
+        if self.ingest_args is None:
+            self.ingest_args = list(METHODS[self.method][0])
+        if self.train_args is None:
+            self.train_args = list(METHODS[self.method][1])
+
+    def held_out_tasks(self, cycle: int, last: int) -> int:
+        """Every held-out task at cycle 0 and for the policy after the run's last cycle; the subset between."""
+        return self.eval_tasks if cycle == 0 or cycle >= last else self.eval_subset
 
 
-QUICK = {"cycles": 1, "train_tasks": 2, "rollouts_per_task": 2, "eval_tasks": 2, "max_tokens": 16}
+QUICK = {"cycles": 1, "train_tasks": 2, "rollouts_per_task": 2, "eval_tasks": 2, "eval_subset": 2, "val_tasks": 2,
+         "max_tokens": 16, "method": "rl"}
 
 
 @dataclass
 class CycleResult:
-    """One row of the final table."""
+    """One row of the final table, and one line of DATA/demo/cycles.jsonl (written as the cycle ends)."""
 
     cycle: int
     policy: str
     train_reward: float | None = None
     eval_reward: float | None = None
     eval_accuracy: float | None = None
-    adapter: str | None = None
+    eval_n: int | None = None
+    val_reward: float | None = None  # the policy's validation reward (the gate's reference)
+    candidate: str | None = None  # the adapter trained on this cycle's rollouts
+    candidate_val_reward: float | None = None
+    promoted: bool | None = None  # None: nothing was trained
+    adapter: str | None = None  # adapters/LATEST after this cycle
     seconds: dict[str, float] = field(default_factory=dict)

@@ -80,6 +80,20 @@ def wait_until(check, what: str, proc: subprocess.Popen, log: Path, timeout_s: f
     raise RuntimeError(f"{what}: not ready after {timeout_s:.0f} s; see {log}\n{tail(log)}")
 
 
+def http_post_json(url: str, body: dict[str, Any], timeout: float = 600.0) -> tuple[int, str]:
+    """POST a JSON body -> (status, text); (0, error) when nothing answers."""
+    import json
+
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"},
+                                 method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - our own loopback server
+            return resp.status, resp.read().decode("utf-8", "replace")
+    except OSError as exc:
+        detail = exc.read().decode("utf-8", "replace") if hasattr(exc, "read") else str(exc)
+        return getattr(exc, "code", 0) or 0, detail
+
+
 def tail(path: Path, lines: int = 15, start: int = 0) -> str:
     try:
         with open(path, "rb") as fh:

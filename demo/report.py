@@ -1,14 +1,17 @@
-"""``spanrl report``: reward per cycle (training rollouts and held-out), loss, tokens, AIR hits.
+"""``spanrl report``: reward per cycle (training rollouts, held-out, validation), the promotion gate,
+loss, tokens, tool-error rate and AIR hits.
 
 Reads only files (no model, no server), so it is fast and can run while a demo is going:
 ``adapters/cycles.jsonl`` (one line per trained adapter, written by ``spanrl train``), each
 snapshot's ``manifest.json`` and parts (AIR hits = transitions with a non-zero ``step_reward``),
-``eval/cycle-N.jsonl`` (held-out rollouts of policy N) and ``demo/rollouts/cycle-N.jsonl``
-(training rollouts of policy N). Writes ``DATA/report.png`` and ``DATA/report.html``.
+``eval/cycle-N.jsonl`` (held-out rollouts of policy N), ``demo/rollouts/cycle-N.jsonl`` (training
+rollouts of policy N) and ``demo/cycles.jsonl`` (the demo's record: validation rewards and the
+gate's decision). Writes ``DATA/report.png`` and ``DATA/report.html``.
 
 Row N is "policy N" (0 = the base model, N = after N training cycles): its training-rollout
-reward, its held-out reward and accuracy, then the training cycle those rollouts fed (adapter
-N+1): snapshot, loss, response tokens trained, seconds.
+reward and tool-error rate, its held-out reward (all tasks evaluated, and the fixed first
+``SUBSET`` tasks, comparable across every cycle), its validation reward, then the candidate
+trained on its rollouts: validation reward, promoted or kept, loss, tokens trained, AIR hits.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from spanrl.errors import InputError
 from spanrl.trainer.adapter import adapters_dir, read_cycles
 from spanrl.transitions.snapshot import snapshot_column, snapshot_exists
 
+SUBSET = 16  # held-out tasks evaluated at every cycle (DemoConfig.eval_subset)
 COLUMNS = [  # (key, header, format)
     ("cycle", "cycle", "{}"),
     ("policy", "policy", "{}"),
@@ -30,10 +34,14 @@ COLUMNS = [  # (key, header, format)
     ("eval_reward", "held-out reward", "{:.3f}"),
     ("eval_accuracy", "held-out acc.", "{:.3f}"),
     ("eval_n", "held-out n", "{}"),
+    ("eval_subset_reward", f"held-out first {SUBSET}", "{:.3f}"),
+    ("val_reward", "val reward", "{:.3f}"),
+    ("candidate_val_reward", "candidate val", "{:.3f}"),
+    ("gate", "gate", "{}"),
     ("train_loss", "train loss", "{:.4f}"),
     ("response_tokens", "tokens trained", "{}"),
+    ("tool_error_rate", "tool err rate", "{:.2f}"),
     ("air_hits", "AIR hits", "{}"),
-    ("tool_errors", "tool errors", "{}"),
     ("train_time_s", "train s", "{:.0f}"),
 ]
 
@@ -73,27 +81,53 @@ def air_hits(data: Path, snapshot_id: str | None) -> int | None:
     return sum(1 for v in snapshot_column(data, snapshot_id, "step_reward") if v)
 
 
+def tool_error_rate(rows: list[dict[str, Any]]) -> float | None:
+    """Failed tool calls / tool calls over the agent's result rows (None when no tool was called)."""
+    errors = sum(int(r.get("tool_errors") or 0) for r in rows)
+    calls = errors + sum(int(r.get("tool_ok") or 0) for r in rows)
+    return errors / calls if calls else None
+
+
+def _gate(record: dict[str, Any]) -> str | None:
+    if record.get("promoted") is None:
+        return None
+    return "promoted" if record["promoted"] else f"kept {record.get('candidate')} as candidate"
+
+
 def load_history(data: Path) -> list[dict[str, Any]]:
     """One dict per policy/cycle, merged from the files above; empty when nothing ran yet."""
-    cycles = {int(line.get("cycle", i + 1)): line for i, line in enumerate(read_cycles(adapters_dir(data)))}
+    lines = read_cycles(adapters_dir(data))
+    by_id = {line.get("cycle_id"): line for line in lines}
+    cycles = {int(line.get("cycle", i + 1)): line for i, line in enumerate(lines)}
+    record = {int(r["cycle"]): r for r in _read_jsonl(data / "demo" / "cycles.jsonl")}
     evals = _cycle_files(data / "eval")
     rollouts = _cycle_files(data / "demo" / "rollouts")
-    last = max([0, *evals, *rollouts, *(c - 1 for c in cycles)], default=0)
-    if not (cycles or evals or rollouts):
+    last = max([0, *evals, *rollouts, *record, *(c - 1 for c in cycles)], default=0)
+    if not (cycles or evals or rollouts or record):
         return []
     rows = []
     for n in range(last + 1):
-        trained = cycles.get(n + 1, {})  # the adapter trained on policy n's rollouts
+        rec = record.get(n, {})
+        # the adapter trained on policy n's rollouts: the demo's record names it; plain `spanrl train`
+        # cycles are numbered one per adapter
+        trained = by_id.get(rec["candidate"], {}) if rec.get("candidate") else ({} if rec else cycles.get(n + 1, {}))
         ev, ro = _read_jsonl(evals[n]) if n in evals else [], _read_jsonl(rollouts[n]) if n in rollouts else []
+        subset = [r for r in ev if str(r.get("task_id", "")) < f"eval-{SUBSET:03d}"]
         row: dict[str, Any] = {
             "cycle": n,
-            "policy": cycles.get(n, {}).get("cycle_id", "base" if n == 0 else None),
+            "policy": rec.get("policy") or cycles.get(n, {}).get("cycle_id", "base" if n == 0 else None),
             "train_reward": _mean([r.get("reward") for r in ro]) if ro else trained.get("mean_final_reward"),
             "train_accuracy": _mean([r.get("correct") for r in ro]),
             "eval_reward": _mean([r.get("reward") for r in ev]),
             "eval_accuracy": _mean([r.get("correct") for r in ev]),
             "eval_n": len(ev) or None,
+            "eval_subset_reward": _mean([r.get("reward") for r in subset]),
+            "val_reward": rec.get("val_reward"),
+            "candidate_val_reward": rec.get("candidate_val_reward"),
+            "gate": _gate(rec),
             "tool_errors": sum(int(r.get("tool_errors") or 0) for r in ro) if ro else None,
+            "tool_error_rate": tool_error_rate(ro),
+            "eval_tool_error_rate": tool_error_rate(ev),
             "adapter": trained.get("cycle_id"),
             "snapshot_id": trained.get("snapshot_id"),
             "train_loss": trained.get("train_loss"),
@@ -126,7 +160,7 @@ def print_table(rows: list[dict[str, Any]], console: Any = None) -> None:
 
 
 def plot_history(rows: list[dict[str, Any]], path: Path) -> Path:
-    """Four panels: rewards, held-out accuracy, loss, tokens + AIR hits (matplotlib, Agg)."""
+    """Six panels: rewards, accuracy, validation + gate, loss, tokens, tool errors + AIR hits (matplotlib, Agg)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -137,28 +171,43 @@ def plot_history(rows: list[dict[str, Any]], path: Path) -> Path:
     def series(key: str) -> list[float]:
         return [float("nan") if r.get(key) is None else float(r[key]) for r in rows]
 
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+    fig, axes = plt.subplots(2, 3, figsize=(15, 7))
     ax = axes[0][0]
     ax.plot(x, series("train_reward"), "o-", label="training rollouts")
-    ax.plot(x, series("eval_reward"), "s-", label="held-out")
+    ax.plot(x, series("eval_reward"), "s-", label="held-out (all evaluated)")
+    ax.plot(x, series("eval_subset_reward"), "d:", label=f"held-out, first {SUBSET}")
     ax.set(title="mean reward per cycle", xlabel="cycle (policy after N trainings)", ylabel="reward")
-    ax.legend()
+    ax.legend(fontsize=8)
     ax = axes[0][1]
     ax.plot(x, series("train_accuracy"), "o-", label="training rollouts")
     ax.plot(x, series("eval_accuracy"), "s-", label="held-out")
     ax.set(title="correct final answer", xlabel="cycle", ylabel="fraction", ylim=(-0.02, 1.02))
-    ax.legend()
+    ax.legend(fontsize=8)
+    ax = axes[0][2]
+    ax.plot(x, series("val_reward"), "o-", label="policy")
+    cand = series("candidate_val_reward")
+    kept = [c if r.get("gate", "") and str(r.get("gate")).startswith("kept") else float("nan") for c, r in zip(cand, rows, strict=True)]
+    ax.plot(x, cand, "^", color="tab:green", label="candidate (promoted)")
+    ax.plot(x, kept, "x", color="tab:red", markersize=10, label="candidate kept (worse)")
+    ax.set(title="validation reward and the promotion gate", xlabel="cycle", ylabel="reward")
+    ax.legend(fontsize=8)
     ax = axes[1][0]
     ax.plot(x, series("train_loss"), "o-")
     ax.set(title="train loss (cycle N -> adapter N+1)", xlabel="cycle")
     ax = axes[1][1]
-    ax.bar(x, series("response_tokens"), color="tab:gray", label="response tokens trained")
-    ax.set(title="tokens trained and AIR hits", xlabel="cycle", ylabel="tokens")
+    ax.bar(x, series("response_tokens"), color="tab:gray")
+    ax.set(title="response tokens trained", xlabel="cycle", ylabel="tokens")
+    ax = axes[1][2]
+    ax.plot(x, series("tool_error_rate"), "o-", label="tool error rate (training rollouts)")
+    ax.plot(x, series("eval_tool_error_rate"), "s-", label="tool error rate (held-out)")
+    ax.set(title="tool errors and AIR hits", xlabel="cycle", ylabel="failed / all tool calls", ylim=(-0.02, 1.02))
+    ax.legend(fontsize=8, loc="upper left")
     twin = ax.twinx()
-    twin.plot(x, series("air_hits"), "r^-", label="AIR hits")
+    twin.plot(x, series("air_hits"), "r^--", label="AIR hits (transitions)")
     twin.set_ylabel("AIR hits")
     twin.set_ylim(bottom=0, top=max([v for v in series("air_hits") if v == v] + [1]) * 1.1)  # counts: from 0
     twin.yaxis.get_major_locator().set_params(integer=True)
+    twin.legend(fontsize=8, loc="center right")
     for a in axes.flat:
         a.set_xticks(x)
     fig.tight_layout()

@@ -15,7 +15,7 @@ from typing import Any
 from spanrl.errors import InputError
 from spanrl.options import find_config_file, load_toml
 
-CREDIT_CHOICES = ("identical", "discounted", "last")
+CREDIT_CHOICES = ("air", "identical", "discounted", "last")
 ADVANTAGE_CHOICES = ("group", "batch", "none")
 MISSING_REWARD_CHOICES = ("drop", "zero")
 
@@ -30,7 +30,8 @@ class IngestConfig:
         default=None, metadata={"help": "Attribute that identifies a rollout (e.g. session.id)."}
     )
     task_key: str | None = field(default=None, metadata={"help": "Attribute that identifies a task."})
-    credit: str = field(default="identical", metadata={"help": "identical | discounted | last."})
+    credit: str = field(default="air", metadata={
+        "help": "air: the rollout's reward plus the AIR rewards each call caused | identical | discounted | last."})
     gamma: float = field(default=0.95, metadata={"help": "Discount for --credit discounted."})
     advantage: str = field(default="group", metadata={"help": "group | batch | none."})
     missing_reward: str = field(default="drop", metadata={"help": "drop | zero: rollouts without reward."})

@@ -116,6 +116,11 @@ def open_guarded(data: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def parquet_dataset(path: Path) -> ds.Dataset:
+    """One Parquet file (or a folder of them) as a lazy dataset a guarded connection can register."""
+    return _lake_dataset(Path(path), hive=False)
+
+
 def _lake_dataset(path: Path, hive: bool) -> ds.Dataset:
     """A lazy pyarrow dataset over lake Parquet: JSON columns keep their JSON type (Arrow's JSON
     extension, which DuckDB maps back to JSON); ``date=...`` folders become a DATE column."""

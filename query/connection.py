@@ -1,12 +1,13 @@
-"""The guarded query connection over a data root: the lake (stage 1) and its stage-2 views.
+"""The guarded query connection over a data root: the lake (stage 1) and its stage-2 relations.
 
-``spanrl sql`` (and anything else that runs SQL a user wrote, e.g. a trajectory browser) goes
-through ``connect``. Its safety does not depend on what a statement looks like: the lake is
-exposed as lazy Arrow datasets (``spanrl.ingest.views.open_guarded``), feedback files are read
-while the stage-2 views are registered, and then DuckDB's own file access is switched off with no
-allowed directory and the configuration locked. After that no statement on the connection, of
-whatever shape (``EXPLAIN ANALYZE COPY``, ``ATTACH``, ``read_text``, ``SET``...), can read or
-write a file; AIR rule predicates from ``spanrl.toml`` run under the same lock.
+``spanrl sql`` (and anything else that runs SQL a user wrote: ``spanrl ui``) goes through
+``connect``. Its safety does not depend on what a statement looks like: the lake and the stage-2
+tables the last build materialised (``spanrl.transitions.tables``; computed live as views only on a
+lake that never had a build, feedback files read while they are registered) are exposed as lazy
+Arrow datasets (``spanrl.ingest.views.open_guarded``), and then DuckDB's own file access is switched
+off with no allowed directory and the configuration locked. After that no statement on the
+connection, of whatever shape (``EXPLAIN ANALYZE COPY``, ``ATTACH``, ``read_text``, ``SET``...), can
+read or write a file; AIR rule predicates from ``spanrl.toml`` run under the same lock.
 """
 
 from __future__ import annotations
@@ -15,16 +16,25 @@ from pathlib import Path
 
 import duckdb
 
-from spanrl.ingest.views import lock_down, open_guarded, register_call_views
+from spanrl.ingest.views import lock_down, open_guarded, parquet_dataset, register_call_views
 
 
 def connect(data: Path, stage2: bool = True) -> duckdb.DuckDBPyConnection:
-    """Every table and view of DESIGN §4 over ``data``, read-only. ``stage2=False`` leaves out the
-    rewards/rollouts views (registering them costs a little; a query that names none skips them)."""
+    """Every table and view of the lake over ``data``, read-only. ``stage2=False`` leaves out the
+    rewards/rollouts relations (a query that names none of them skips them)."""
+    from spanrl.transitions.sqlfiles import read_sql as read_stage2_sql
+    from spanrl.transitions.tables import current_tables
+
     con = open_guarded(data)
     try:
         register_call_views(con, data)
-        if stage2:
+        con.execute(read_stage2_sql("rollouts/macros"))  # spanrl_is_error & co., for queries over the tables too
+        tables, _ = current_tables(data)
+        for name, path in tables.items():
+            if stage2 or name in ("llm_calls", "tool_calls", "coverage"):
+                con.register(f"_stage2_{name}", parquet_dataset(path))
+                con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM _stage2_{name}")
+        if stage2 and not {"rewards", "rollouts"} <= set(tables):
             from spanrl.transitions.rollouts import register_lake_views
 
             register_lake_views(con, data)  # locks the connection before any user-written SQL binds
@@ -33,3 +43,14 @@ def connect(data: Path, stage2: bool = True) -> duckdb.DuckDBPyConnection:
         con.close()
         raise
     return con
+
+
+def stale_note(data: Path) -> str | None:
+    """What the materialised stage-2 tables miss (lake or feedback files newer than the last build)."""
+    from spanrl.transitions.tables import current_tables
+
+    tables, changes = current_tables(data)
+    if not tables or not changes:
+        return None
+    return (f"note: llm_calls, tool_calls, rewards and rollouts are the tables the last stage-2 build "
+            f"materialised; since then: {'; '.join(changes)}. Run `spanrl transitions build` to refresh them.")

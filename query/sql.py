@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from spanrl.errors import InputError
 from spanrl.ingest.views import lake_glob
-from spanrl.query.connection import connect
+from spanrl.query.connection import connect, stale_note
 
 QUERY_TYPES = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN, duckdb.StatementType.PRAGMA,
                duckdb.StatementType.CALL}
@@ -258,6 +258,9 @@ def sql_command(data: Path, query: str | None, sql_file: Path | None, fmt: str, 
                          f"(reading {data / 'otel'}) first; tables are empty.\n")
     if out is not None:
         check_out_path(data, out)
+    note = stale_note(data)
+    if note:
+        sys.stderr.write(note + "\n")
     con = connect(data, stage2=wants_stage2(query))
     if query is None:
         interactive(data, con)

@@ -1,6 +1,6 @@
 """Rollout stage: run any agent command N times per task against a policy (``spanrl rollout``), and
 export past user inputs as tasks (``spanrl tasks``). Uses the collector and the lake's query
-connection; no other stage imports it."""
+connection; the demo drives its agent through it."""
 
 from spanrl.rollout.config import RolloutConfig
 from spanrl.rollout.export import export_tasks

@@ -32,6 +32,9 @@ class RolloutConfig:
     adapter_id: str | None = field(default=None, metadata={"help": "The policy's adapter id for the default run id."})
     retry_failed: bool = field(default=False, metadata={"help": "On resume, try again samples that failed before."})
     kill_grace_s: float = field(default=3.0, metadata={"help": "SIGTERM -> SIGKILL delay for a timed-out group."})
+    env: dict[str, str] = field(default_factory=dict, metadata={
+        "help": "Extra variables for every agent process (library callers such as the demo; on the command "
+                "line, prefix the command with `env K=V`). The runner's own variables win."})
 
     def __post_init__(self) -> None:
         self.data, self.tasks = Path(self.data), Path(self.tasks)

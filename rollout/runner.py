@@ -121,7 +121,7 @@ async def _run_all(cfg: RolloutConfig, log: RunLog, todo: list[tuple[Task, int, 
 async def _one_attempt(cfg: RolloutConfig, log: RunLog, att: Attempt, otlp: str, policy: str,
                        summary: RunSummary) -> None:
     log.start(att)
-    env = agent_env(dict(os.environ), att, otlp, policy)
+    env = agent_env({**os.environ, **cfg.env}, att, otlp, policy)
     start_ns, end_ns = await run_attempt(att, cfg.command, env, log.log_paths(att.rollout_id), cfg.timeout_s,
                                          cfg.kill_grace_s)
     error = await asyncio.to_thread(post_spans, otlp, attempt_request(att, summary.run_id, start_ns, end_ns))

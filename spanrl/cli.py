@@ -76,11 +76,12 @@ def _register() -> None:
     from spanrl.query.cli import sql
     from spanrl.rollout.cli import rollout, tasks
     from spanrl.serve.cli import serve
-    from spanrl.trainer.cli import train
+    from spanrl.trainer.cli import adapters, train
     from spanrl.transitions.cli import transitions
     from spanrl.ui.cli import ui
 
-    for command in (collector, ingest, transitions, sql, train, serve, demo, report, tasks, rollout, judge, export, ui):
+    for command in (collector, ingest, transitions, sql, train, adapters, serve, demo, report, tasks, rollout, judge,
+                    export, ui):
         cli.add_command(command)
 
 

@@ -53,12 +53,19 @@ def draft_folder(root: Path, name: str) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)  # a no-op once published
 
 
-def publish(tmp: Path, name: str) -> Path:
-    """Rename the complete temp folder to ``<root>/<name>``, then point ``<root>/LATEST`` at it."""
+def publish(tmp: Path, name: str, point: bool = True) -> Path:
+    """Rename the complete temp folder to ``<root>/<name>``, then point ``<root>/LATEST`` at it
+    (``point=False``: the folder appears, LATEST stays where it was, e.g. a candidate adapter)."""
     final = tmp.parent / name
     os.rename(tmp, final)
-    write_text_atomic(tmp.parent / POINTER, name + "\n")
+    if point:
+        write_pointer(tmp.parent, name)
     return final
+
+
+def write_pointer(root: Path, name: str) -> None:
+    """Point ``root/LATEST`` at ``root/<name>`` (atomically); the folder must already be whole."""
+    write_text_atomic(Path(root) / POINTER, name + "\n")
 
 
 def clean_drafts(root: Path, older_than_s: float = 3600.0) -> int:

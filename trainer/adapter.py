@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from spanrl.errors import InputError
-from spanrl.publish import draft_folder, publish, read_pointer
+from spanrl.publish import draft_folder, publish, read_pointer, write_pointer
 from spanrl.transitions.snapshot import snapshot_column, snapshot_exists, transitions_dir
 
 WEIGHT_GLOBS = ("*.safetensors", "*.bin", "*.gguf")
@@ -110,8 +110,10 @@ def save_cycle(
     state: dict[str, Any],
     metrics: list[dict[str, Any]],
     write_report: Any = None,
+    promote: bool = True,
 ) -> Path:
-    """Write the adapter + state + metrics (+ report) into a temp folder, rename, swap LATEST."""
+    """Write the adapter + state + metrics (+ report) into a temp folder, rename, swap LATEST
+    (``promote=False``: a candidate; LATEST stays, ``promote_adapter`` can swap it later)."""
     with draft_folder(root, cycle_id) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         (tmp / "README.md").unlink(missing_ok=True)  # peft's model card: not part of our contract
@@ -121,7 +123,34 @@ def save_cycle(
                 fh.write(json.dumps(row, sort_keys=True) + "\n")
         if write_report is not None:
             write_report(tmp / "report.png")
-        return publish(tmp, cycle_id)
+        return publish(tmp, cycle_id, point=promote)
+
+
+def promote_adapter(root: Path, cycle_id: str) -> Path:
+    """Point ``root/LATEST`` at an adapter folder already there: promote a candidate or roll back.
+
+    The folder must be a whole adapter (``adapter_config.json`` and ``training_state.json``); the
+    server and the next ``spanrl train`` follow LATEST, so this one write is the whole rollback.
+    """
+    folder = Path(root) / cycle_id
+    missing = [n for n in ("adapter_config.json", "training_state.json") if not (folder / n).is_file()]
+    if cycle_id in ("", ".", "..") or "/" in cycle_id or missing:
+        known = ", ".join(sorted(p.name for p in Path(root).glob("[0-9]*") if p.is_dir())[-5:]) or "none"
+        raise InputError(f"{folder}: not an adapter folder (missing {', '.join(missing) or 'folder'}); "
+                         f"pass one of the ids under {root} (latest: {known})")
+    write_pointer(root, cycle_id)
+    return folder
+
+
+def passes_gate(candidate: float | None, current: float | None, margin: float) -> bool:
+    """The promotion rule: a candidate replaces the current adapter unless its validation reward is
+    below the current one's by more than ``margin``. No score for the current one: promote (there
+    is nothing to protect); no score for the candidate: keep it a candidate (nothing shows it is not worse)."""
+    if current is None:
+        return True
+    if candidate is None:
+        return False
+    return candidate >= current - margin
 
 
 def adapters_dir(data: Path) -> Path:

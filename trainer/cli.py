@@ -45,14 +45,17 @@ def _train_help(name: str) -> str:
 @click.option("--lora-r", type=int, default=None, help=_train_help("lora_r") + " [default: 16]")
 @click.option("--lora-alpha", type=int, default=None, help=_train_help("lora_alpha") + " [default: 32]")
 @click.option("--gradient-checkpointing/--no-gradient-checkpointing", default=None, help=_train_help("gradient_checkpointing"))
+@click.option("--merge-calls/--no-merge-calls", default=None, help=_train_help("merge_calls") + " [default: on]")
 @click.option("--seed", type=int, default=None, help=_train_help("seed"))
 @click.option("--fresh", is_flag=True, default=None, help=_train_help("fresh"))
 @click.option("--retrain", is_flag=True, default=None, help=_train_help("retrain"))
 @click.option("--new-only", is_flag=True, default=None, help=_train_help("new_only"))
 @click.option("--notify", default=None, help="vLLM base URL: POST /v1/load_lora_adapter after saving (failure = warning).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--no-promote", is_flag=True,
+              help="Save the adapter as a candidate: adapters/LATEST stays (promote it later with `spanrl adapters promote ID`).")
 def train(data: Path, model: Path, snapshot: str | None, loss: str | None, out: Path | None, config_file: Path | None,
-          notify: str | None, no_progress: bool, **options: object) -> None:
+          notify: str | None, no_progress: bool, no_promote: bool, **options: object) -> None:
     """One batch cycle: transition snapshot -> LoRA adapter (continues from adapters/LATEST).
 
     Writes DATA/adapters/<cycle_id>/ (adapter_config.json, adapter_model.safetensors,
@@ -70,7 +73,7 @@ def train(data: Path, model: Path, snapshot: str | None, loss: str | None, out: 
     cfg = make_train_config(config_file=config_file, data=data, model=model, snapshot=snapshot, loss=loss,
                             out=out, **options)
     try:
-        result = run_train(cfg, notify=notify, progress=not no_progress)
+        result = run_train(cfg, notify=notify, progress=not no_progress, promote=not no_promote)
     except AlreadyTrained as done:
         click.echo(f"nothing to do: {done}")
         return
@@ -84,3 +87,56 @@ def train(data: Path, model: Path, snapshot: str | None, loss: str | None, out: 
         f"loss {result.loss:.4f}, {result.seconds:.1f}s -> {result.folder}"
     )
     click.echo(f"rows {s.rows}: engine {s.engine}, text {s.text}, skipped {s.skipped} ({s.summary()})")
+    if no_promote:
+        click.echo(f"candidate {result.cycle_id}: adapters/LATEST unchanged; `spanrl adapters promote {result.cycle_id}` makes it LATEST")
+
+
+@click.group()
+def adapters() -> None:
+    """Adapter folders under DATA/adapters: list them, promote one to LATEST (or roll back).
+
+    \b
+    Example:
+      spanrl adapters list
+      spanrl adapters promote 0003-20261122T030747459726Z
+    """
+
+
+@adapters.command("list")
+@data_option
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Adapters root (default DATA/adapters).")
+def adapters_list(data: Path, out: Path | None) -> None:
+    """Every trained adapter (cycles.jsonl), which is LATEST and which were kept as candidates.
+
+    \b
+    Example:
+      spanrl adapters list --data ./spanrl-data
+    """
+    from spanrl.trainer.adapter import adapters_dir, read_cycles, read_latest
+
+    root = out or adapters_dir(data)
+    latest = read_latest(root)
+    for line in read_cycles(root):
+        mark = "LATEST" if latest and line.get("cycle_id") == latest.cycle_id else (
+            "candidate" if line.get("promoted") is False else "")
+        click.echo(f"{line.get('cycle_id')}  cycle {line.get('cycle')}  loss {line.get('loss')}  "
+                   f"reward {line.get('mean_final_reward')}  {mark}".rstrip())
+
+
+@adapters.command("promote")
+@data_option
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Adapters root (default DATA/adapters).")
+@click.argument("cycle_id")
+def adapters_promote(data: Path, out: Path | None, cycle_id: str) -> None:
+    """Make adapter CYCLE_ID adapters/LATEST: promote a candidate, or roll back to an older adapter.
+
+    `spanrl serve --adapter LATEST` loads it between batches; the next `spanrl train` continues it.
+
+    \b
+    Example:
+      spanrl adapters promote 0002-20261122T032922473134Z
+    """
+    from spanrl.trainer.adapter import adapters_dir, promote_adapter
+
+    folder = promote_adapter(out or adapters_dir(data), cycle_id)
+    click.echo(f"adapters/LATEST -> {folder}")

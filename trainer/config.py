@@ -29,7 +29,7 @@ class TrainConfig:
     > Parameters that control the objective: ``loss``, ``loss_agg``, ``is_cap``, ``clip_eps``,
     ``clip_eps_high``, ``kl_coef``.
     > Parameters that control optimisation: ``lr``, ``lr_schedule``, ``epochs``, ``rollouts_per_step``,
-    ``tokens_per_batch``, ``grad_clip``, ``gradient_checkpointing``, ``seed``.
+    ``tokens_per_batch``, ``grad_clip``, ``gradient_checkpointing``, ``merge_calls``, ``seed``.
     > Parameters that control the adapter: ``lora_r``, ``lora_alpha`` (targets: all linear layers but
     the output head, what vLLM accepts), ``fresh``.
     """
@@ -66,6 +66,9 @@ class TrainConfig:
     lora_r: int = field(default=16, metadata={"help": "LoRA rank (vLLM accepts 1, 8, 16, 32, 64, ...)."})
     lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (scale alpha / r)."})
     gradient_checkpointing: bool = field(default=False, metadata={"help": "Recompute activations (less memory)."})
+    merge_calls: bool = field(default=True, metadata={
+        "help": "Train a call inside the previous call's sequence when its tokens extend that call's prompt and "
+                "response (trajectory merging: the shared prefix is computed once; same loss)."})
     seed: int = field(default=0, metadata={"help": "Seed for LoRA init and rollout order."})
     fresh: bool = field(default=False, metadata={"help": "Start a new adapter instead of continuing LATEST."})
     new_only: bool = field(default=False, metadata={

@@ -10,6 +10,13 @@ Two ways to get tokens, per row:
   and the response ends at the first end-of-turn token. Behaviour log-probs are dropped (they
   belong to the engine's tokens, not ours).
 
+Trajectory merging (Agent Lightning's trajectory aggregation): when a call's tokens start with the
+previous call's prompt + response (the agent appended the reply and a tool result and asked again),
+the two are one sequence with two response segments (``Part``); the shared prefix is run through
+the model once. Each segment keeps its own call's advantage, behaviour log-probs, temperature and
+aggregation weight, so the loss equals the unmerged one (a causal model scores a token from the
+tokens before it only); ``tests/trainer/test_data.py`` checks the log-probs match.
+
 Steps are counted in rollouts: each step takes ``rollouts_per_step`` whole rollouts (all their
 calls), and its micro-batches are packed by a padded-token budget after sorting by length.
 """
@@ -29,8 +36,23 @@ from spanrl.trainer.losses import aggregation_weights
 
 
 @dataclass
+class Part:
+    """One call's response inside a (merged) sequence: ``ids[start:end]``, with that call's own values."""
+
+    start: int
+    end: int
+    advantage: float
+    behaviour: list[float] | None
+    temperature: float
+
+
+@dataclass
 class Sequence:
-    """One transition as tokens: ``ids[n_prompt:]`` is the response (the only tokens with loss)."""
+    """One transition as tokens: ``ids[n_prompt:]`` is the response (the only tokens with loss).
+
+    A merged trajectory has ``parts``: several calls' responses, each with its own advantage;
+    the tokens between them (tool results, the next prompt's template) carry no loss.
+    """
 
     ids: list[int]
     n_prompt: int
@@ -41,10 +63,17 @@ class Sequence:
     task_id: str
     behaviour: list[float] | None = None  # mu log-probs of the response tokens
     temperature: float = 1.0  # the sampling temperature: pi is scored at the same temperature as mu
+    parts: list[Part] | None = None  # merged calls (None: one call, ``ids[n_prompt:]``)
+
+    @property
+    def response_parts(self) -> list[Part]:
+        if self.parts is not None:
+            return self.parts
+        return [Part(self.n_prompt, len(self.ids), self.advantage, self.behaviour, self.temperature)]
 
     @property
     def n_response(self) -> int:
-        return len(self.ids) - self.n_prompt
+        return sum(p.end - p.start for p in self.response_parts)
 
 
 @dataclass
@@ -60,6 +89,7 @@ class DataStats:
     empty: int = 0  # no prompt or no response tokens
     boundary_retokenised: int = 0  # text path: tokenising prompt+response at once differs
     prompt_truncated: int = 0
+    merged_calls: int = 0  # calls trained inside the previous call's sequence (shared prefix computed once)
     response_truncated: int = 0
     behaviour_dropped: int = 0  # log-probs present but unusable (length, NaN, text path)
     sft_dropped: int = 0
@@ -201,13 +231,34 @@ def select_sft(seqs: list[Sequence], min_return: float | None, top_k: int | None
     return keep
 
 
+def merge_trajectories(seqs: list[Sequence]) -> tuple[list[Sequence], int]:
+    """Merge each call into the previous call of its rollout when its tokens extend that call's
+    prompt + response (``ids`` starts with them, the response inside the new prompt). Order kept;
+    returns the sequences and how many calls were merged into another. Calls whose prompt was
+    re-rendered differently (another template, a truncated prompt) are left as they are."""
+    out: list[Sequence] = []
+    merged = 0
+    for s in seqs:
+        prev = out[-1] if out else None
+        if (prev is not None and prev.rollout_id == s.rollout_id and s.n_prompt >= len(prev.ids)
+                and s.ids[: len(prev.ids)] == prev.ids):
+            out[-1] = Sequence(ids=s.ids, n_prompt=prev.n_prompt, advantage=prev.advantage, ret=prev.ret,
+                               reward=prev.reward, rollout_id=prev.rollout_id, task_id=prev.task_id,
+                               behaviour=prev.behaviour, temperature=prev.temperature,
+                               parts=prev.response_parts + s.response_parts)
+            merged += 1
+        else:
+            out.append(s)
+    return out, merged
+
+
 @dataclass
 class Step:
     """One optimizer step: whole rollouts, packed into micro-batches of sequence indices."""
 
     n_rollouts: int
     batches: list[list[int]]
-    weights: dict[int, float] = field(default_factory=dict)  # per-token weight of each sequence
+    weights: dict[int, list[float]] = field(default_factory=dict)  # per-token weight of each part of each sequence
 
 
 def bucket_by_tokens(lengths: dict[int, int], budget: int) -> list[list[int]]:
@@ -239,21 +290,28 @@ def plan_steps(seqs: list[Sequence], rollouts_per_step: int, epochs: int, seed: 
         for start in range(0, len(order), rollouts_per_step):
             chunk = order[start : start + rollouts_per_step]
             idx = [i for rid in chunk for i in by_rollout[rid]]
-            weights = aggregation_weights([seqs[i].n_response for i in idx], [seqs[i].rollout_id for i in idx], agg)
+            # weights per call (part), as if unmerged: a merged trajectory weighs what its calls did
+            parts = [(i, p.end - p.start) for i in idx for p in seqs[i].response_parts]
+            flat = aggregation_weights([n for _, n in parts], [seqs[i].rollout_id for i, _ in parts], agg)
+            weights: dict[int, list[float]] = {}
+            for (i, _), w in zip(parts, flat, strict=True):
+                weights.setdefault(i, []).append(w)
             steps.append(
                 Step(
                     n_rollouts=len(chunk),
                     batches=bucket_by_tokens({i: len(seqs[i].ids) for i in idx}, tokens_per_batch),
-                    weights=dict(zip(idx, weights, strict=True)),
+                    weights=weights,
                 )
             )
     return steps
 
 
-def collate(seqs: list[Sequence], idx: list[int], pad_id: int, weights: dict[int, float] | None = None) -> dict[str, torch.Tensor]:
+def collate(seqs: list[Sequence], idx: list[int], pad_id: int,
+            weights: dict[int, list[float]] | None = None) -> dict[str, torch.Tensor]:
     """Right-padded ids + the flat per-response-token tensors the losses take.
 
-    ``pos_t`` is the position that predicts each response token (one before it).
+    ``pos_t`` is the position that predicts each response token (one before it); a merged
+    sequence contributes each of its parts in order, with that part's advantage and weight.
     """
     width = max(len(seqs[i].ids) for i in idx)
     input_ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
@@ -263,13 +321,14 @@ def collate(seqs: list[Sequence], idx: list[int], pad_id: int, weights: dict[int
         s = seqs[i]
         input_ids[b, : len(s.ids)] = torch.tensor(s.ids)
         attention[b, : len(s.ids)] = 1
-        n = s.n_response
-        pos_b += [b] * n
-        pos_t += range(s.n_prompt - 1, len(s.ids) - 1)
-        adv += [s.advantage] * n
-        wts += [(weights or {}).get(i, 0.0)] * n
-        behaviour += s.behaviour if s.behaviour is not None else [math.nan] * n
-        inv_temp += [1.0 / s.temperature] * n
+        for k, part in enumerate(s.response_parts):
+            n = part.end - part.start
+            pos_b += [b] * n
+            pos_t += range(part.start - 1, part.end - 1)
+            adv += [part.advantage] * n
+            wts += [(weights or {}).get(i, [0.0] * (k + 1))[k]] * n
+            behaviour += part.behaviour if part.behaviour is not None else [math.nan] * n
+            inv_temp += [1.0 / part.temperature] * n
     pos_b_t, pos_t_t = torch.tensor(pos_b), torch.tensor(pos_t)
     return {
         "input_ids": input_ids,

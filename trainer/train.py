@@ -42,6 +42,7 @@ from spanrl.trainer.data import (
     bucket_by_tokens,
     build_sequences,
     collate,
+    merge_trajectories,
     plan_steps,
     select_sft,
 )
@@ -88,8 +89,9 @@ class CycleInputs:
     already_trained_rows: int = 0
 
 
-def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True) -> TrainResult:
-    """Run one cycle; raises InputError for anything the user can fix."""
+def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True, promote: bool = True) -> TrainResult:
+    """Run one cycle; raises InputError for anything the user can fix. ``promote=False`` saves the
+    adapter as a candidate: adapters/LATEST stays until ``promote_adapter`` (``spanrl adapters promote``)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
     from transformers import AutoTokenizer
@@ -113,6 +115,9 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True) ->
     if not seqs:
         raise InputError(f"snapshot {snapshot_id}: no trainable transitions ({stats.summary()}); "
                          + _nothing_to_train_hint(cfg, stats))
+    n_transitions = len(seqs)
+    if cfg.merge_calls:  # a call that extends the previous one trains inside its sequence
+        seqs, stats.merged_calls = merge_trajectories(seqs)
     steps = plan_steps(seqs, cfg.rollouts_per_step, cfg.resolved_epochs, cfg.seed, cfg.loss_agg, cfg.tokens_per_batch)
     model = load_policy(torch, cfg, inputs, device)
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if device.type == "cuda" else nullcontext
@@ -171,9 +176,9 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True) ->
     result = TrainResult(None, None, len(steps), response_tokens, mean_loss, time.time() - t0, stats, digest)
     if rank == 0:
         run = {"steps": len(steps), "epochs": cfg.resolved_epochs, "data": vars(stats), "world_size": world,
-               "weights_sha256": digest, "rollouts": len({s.rollout_id for s in seqs}), "transitions": len(seqs),
+               "weights_sha256": digest, "rollouts": len({s.rollout_id for s in seqs}), "transitions": n_transitions,
                "train_loss": mean_loss, "response_tokens": response_tokens, "time_s": round(time.time() - t0, 3)}
-        result.cycle_id, result.folder = save_adapter(cfg, inputs, model, metrics, run)
+        result.cycle_id, result.folder = save_adapter(cfg, inputs, model, metrics, run, promote)
         if notify:
             warning = notify_vllm(notify, result.cycle_id, result.folder)
             if warning:
@@ -253,12 +258,12 @@ def lr_at(done: int, total: int, base: float, schedule: str) -> float:
 
 
 def save_adapter(cfg: TrainConfig, inputs: CycleInputs, model: Any, metrics: list[dict[str, Any]],
-                 run: dict[str, Any]) -> tuple[str, Path]:
-    """Write the cycle's adapter folder (atomically, then LATEST) and its line in cycles.jsonl."""
+                 run: dict[str, Any], promote: bool = True) -> tuple[str, Path]:
+    """Write the cycle's adapter folder (atomically, then LATEST unless a candidate) and its line in cycles.jsonl."""
     root, parent, snapshot_id = cfg.adapters_root, inputs.parent, inputs.manifest["snapshot_id"]
     cycle, cycle_id = next_cycle_id(parent.state if parent else None)
     line = {"cycle": cycle, "cycle_id": cycle_id, "snapshot_id": snapshot_id, "loss": cfg.loss,
-            "mean_final_reward": _mean_final_reward(inputs.table),
+            "mean_final_reward": _mean_final_reward(inputs.table), "promoted": promote,
             **{k: run[k] for k in ("rollouts", "transitions", "train_loss", "response_tokens", "time_s")}}
     state = {
         **line, **{k: run[k] for k in ("steps", "epochs", "data", "world_size", "weights_sha256")},
@@ -274,7 +279,7 @@ def save_adapter(cfg: TrainConfig, inputs: CycleInputs, model: Any, metrics: lis
 
         write_cycle_report(path, metrics, history, f"cycle {cycle_id} - snapshot {snapshot_id} - {cfg.loss}")
 
-    folder = save_cycle(root, cycle_id, model, state, metrics, report)
+    folder = save_cycle(root, cycle_id, model, state, metrics, report, promote=promote)
     append_cycle_line(root, line)
     return cycle_id, folder
 

@@ -31,8 +31,15 @@ from spanrl.transitions.air import rules_as_dicts
 from spanrl.transitions.coverage import content_coverage, coverage_hint
 from spanrl.transitions.credit import EPS, advantage_stats
 from spanrl.transitions.rollouts import _create, register_stage2
-from spanrl.transitions.snapshot import clean_stale_drafts, latest_manifest, open_snapshot, transitions_dir
+from spanrl.transitions.snapshot import (
+    clean_stale_drafts,
+    latest_manifest,
+    new_snapshot_id,
+    open_snapshot,
+    transitions_dir,
+)
 from spanrl.transitions.sqlfiles import read_sql
+from spanrl.transitions.tables import tables_current, tables_dir, write_tables
 
 ROWS_PER_PART = 50_000  # fixed, so the same rows always split into the same parts (same hash)
 CRASH_ENV = "SPANRL_TEST_CRASH_AT"
@@ -77,6 +84,9 @@ def _build(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None) -> BuildRes
         sources = sorted({f for (f,) in spans_files} | set(stats["feedback_files"]))
         config = {**cfg.to_dict(), "air_rules": rules_as_dicts(setup.air_rules), "advantage_eps": EPS}
         stats["config_changed"] = changed_row_config(latest_manifest(cfg.data), config)
+        row_config = {k: v for k, v in config.items() if k not in OPERATIONAL_KEYS}
+        if not tables_current(cfg.data, row_config):  # what spanrl sql / spanrl ui read instead of the views
+            write_tables(con, cfg.data, new_snapshot_id(), row_config)
         if n_rows == 0:
             return BuildResult("empty", None, None, 0, stats)
         return _write(cfg.data, con, n_rows, config, sources, stats)
@@ -100,9 +110,10 @@ def open_lake(cfg: IngestConfig) -> duckdb.DuckDBPyConnection:
 
 
 def builder_readable(data: Path) -> tuple[Path, ...]:
-    """The folders the snapshot builder's DuckDB may read: the lake (its ``read_parquet`` views and
-    spill folder) and ``feedback/``. AIR rules run under this lock: no host file, nothing else."""
-    return (Path(data) / "lake", Path(data) / "feedback")
+    """The folders the snapshot builder's DuckDB may open: the lake (its ``read_parquet`` views and
+    spill folder), ``feedback/``, and ``transitions/_tables`` (the stage-2 tables it COPYs out for
+    SQL). AIR rules run under this lock: no host file, nothing else of the data root."""
+    return (Path(data) / "lake", Path(data) / "feedback", tables_dir(data))
 
 
 def _create_transitions(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> int:

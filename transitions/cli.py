@@ -16,7 +16,9 @@ def stage2_options(func):
         click.option("--agent", default=None, help="Regex: keep only this agent's LLM calls (rewards still whole-rollout)."),
         click.option("--rollout-key", default=None, help="Attribute naming the rollout (e.g. session.id)."),
         click.option("--task-key", default=None, help="Attribute naming the task (group baselines)."),
-        click.option("--credit", type=click.Choice(CREDIT_CHOICES), default=None, help="Credit assignment [identical]."),
+        click.option("--credit", type=click.Choice(CREDIT_CHOICES), default=None,
+                     help="Credit assignment: air (R plus the AIR rewards the call caused), identical, "
+                          "discounted, last [air]."),
         click.option("--gamma", type=float, default=None, help="Discount for --credit discounted [0.95]."),
         click.option("--advantage", type=click.Choice(ADVANTAGE_CHOICES), default=None, help="Advantage baseline [group]."),
         click.option("--missing-reward", type=click.Choice(["drop", "zero"]), default=None,

@@ -54,12 +54,16 @@ def _norm(values: Sequence[float], eps: float):
 def step_credit(value: float, step_rewards: Sequence[float], credit: str, gamma: float) -> list[float]:
     """Spread a rollout-level value (its return R or its advantage A) over its T calls.
 
-    identical: every call gets ``value``; last: only the last call; discounted:
-    gamma^(T-1-t) * value plus the AIR reward-to-go sum_{k>=t} gamma^(k-t) * r_k.
+    identical: every call gets ``value``; last: only the last call; air (the default): every call
+    gets ``value`` plus the AIR reward r_t of the rules it set off itself (``value + r_t``), so with
+    no AIR hit it equals identical; discounted: gamma^(T-1-t) * value plus the AIR reward-to-go
+    sum_{k>=t} gamma^(k-t) * r_k.
     """
     n = len(step_rewards)
     if credit == "identical":
         return [value] * n
+    if credit == "air":
+        return [value + r for r in step_rewards]
     if credit == "last":
         return [0.0] * (n - 1) + [value] if n else []
     out, to_go = [0.0] * n, 0.0
@@ -70,7 +74,7 @@ def step_credit(value: float, step_rewards: Sequence[float], credit: str, gamma:
 
 
 def compute_advantages(
-    table: pa.Table, credit: str = "identical", gamma: float = 0.95, advantage: str = "group", eps: float = EPS
+    table: pa.Table, credit: str = "air", gamma: float = 0.95, advantage: str = "group", eps: float = EPS
 ) -> pa.Table:
     """Fill ``return`` and ``advantage`` of transition rows (a snapshot table or the builder's rows)."""
     con = duckdb.connect()

@@ -9,11 +9,24 @@ configured by the standard environment variables:
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only
     python agent.py --tasks tasks.jsonl --rollouts 4 --out results.jsonl
 
+or one task per process, the way ``spanrl rollout`` runs it (the demo does): the runner sets
+``OTEL_RESOURCE_ATTRIBUTES`` to carry the rollout and task ids, so the agent names no rollout itself
+and prints its result line on stdout:
+
+    spanrl rollout --tasks tasks.jsonl --n 4 --policy-url URL -- \
+        python agent.py --tasks tasks.jsonl --task-id {task_id}
+
 One rollout = one root span ``invoke_agent calc`` (``spanrl.rollout_id``, ``spanrl.task_id``):
-call 1 asks for the calculator, the tool runs in an ``execute_tool calculator`` span (status ERROR
-when the expression is malformed), call 2 answers with the number. The reward is a child span
-named ``spanrl.reward`` written with the OTel API: 1.0 for the right number, 0.2 for a tool call
-that ran but a wrong answer, 0.0 otherwise.
+call 1 asks for the calculator, the tool runs in an ``execute_tool calculator`` span, call 2 answers
+with the number. The reward is a child span named ``spanrl.reward`` written with the OTel API: 1.0
+for the right number, 0.2 for a tool call that ran but a wrong answer, 0.0 otherwise.
+
+The tool fails, with status ERROR on its span, in every way the model can cause: a call to a tool
+that does not exist, arguments that are not JSON or do not match the declared schema (missing or
+extra keys, a non-string expression), an expression that is not arithmetic, and a ``<tool_call>``
+block the server could not parse (the reply then carries it as text). The agent tells the model
+what went wrong and lets it try again, so spanrl's AIR rules (tool_error, bad_tool_arguments) see
+each failure and the call that caused it.
 """
 
 from __future__ import annotations
@@ -49,6 +62,7 @@ CALCULATOR = {
             "type": "object",
             "properties": {"expression": {"type": "string"}},
             "required": ["expression"],
+            "additionalProperties": False,
         },
     },
 }
@@ -96,18 +110,32 @@ def calculator(expression: str) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.6g}"
 
 
-def run_tool(call: Any) -> tuple[str, bool]:
+def check_arguments(arguments: str | None) -> str:
+    """The ``expression`` of a calculator call whose arguments match CALCULATOR's schema, else ValueError."""
+    try:
+        args = json.loads(arguments or "")
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"arguments are not JSON ({exc.msg}): {arguments!r}") from None
+    if not isinstance(args, dict):
+        raise ValueError(f"arguments must be a JSON object like {{\"expression\": \"12 * 7\"}}, got {arguments!r}")
+    extra = set(args) - {"expression"}
+    if extra or "expression" not in args:
+        raise ValueError(f"the calculator takes exactly one argument, expression; got {sorted(args)}")
+    if not isinstance(args["expression"], str):
+        raise ValueError(f"expression must be a string, got {args['expression']!r}")
+    return args["expression"]
+
+
+def run_tool(name: str, call_id: str, arguments: str | None) -> tuple[str, bool]:
     """Run one tool call inside an ``execute_tool`` span; errors set the span status to ERROR."""
-    name = call.function.name
     with tracer.start_as_current_span(f"execute_tool {name}", record_exception=False, set_status_on_exception=False) as span:
         span.set_attributes({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                             "gen_ai.tool.call.id": call.id, "gen_ai.tool.call.arguments": call.function.arguments})
+                             "gen_ai.tool.call.id": call_id, "gen_ai.tool.call.arguments": arguments or ""})
         try:
             if name != "calculator":
                 raise ValueError(f"unknown tool {name!r}; the only tool is calculator")
-            args = json.loads(call.function.arguments or "{}")
-            result = calculator(args["expression"])
-        except (ValueError, KeyError, TypeError) as exc:  # the model's mistake, not ours
+            result = calculator(check_arguments(arguments))
+        except ValueError as exc:  # the model's mistake, not ours
             span.record_exception(exc)
             span.set_status(Status(StatusCode.ERROR, str(exc)))
             span.set_attribute("error.type", type(exc).__name__)
@@ -116,16 +144,30 @@ def run_tool(call: Any) -> tuple[str, bool]:
         return result, True
 
 
+def unparsed_tool_call(text: str | None) -> tuple[str, str] | None:
+    """(tool name, raw arguments) of a ``<tool_call>`` block left in the reply's text: the server
+    could not parse it (not JSON, no name), so it reached us as content. The model meant a tool call."""
+    if not text or "<tool_call>" not in text:
+        return None
+    body = text.split("<tool_call>", 1)[1].split("</tool_call>", 1)[0].strip()
+    name = re.search(r'"name"\s*:\s*"([^"]*)"', body)
+    args = re.search(r'"arguments"\s*:\s*(.*?)\s*}?\s*$', body, re.S)
+    return (name.group(1) if name and name.group(1) else "calculator"), (args.group(1) if args else body)
+
+
 def final_number(text: str | None) -> float | None:
     """The last number in the model's answer (commas allowed), or None."""
     found = re.findall(r"-?\d[\d,]*(?:\.\d+)?", text or "")
     return float(found[-1].replace(",", "")) if found else None
 
 
-def rollout(client: OpenAI, task: dict[str, Any], rollout_id: str, args: argparse.Namespace) -> dict[str, Any]:
-    """One episode: ask, run the tools the model asks for, answer, score, emit the reward span."""
+def rollout(client: OpenAI, task: dict[str, Any], rollout_id: str | None, args: argparse.Namespace) -> dict[str, Any]:
+    """One episode: ask, run the tools the model asks for, answer, score, emit the reward span.
+    ``rollout_id`` None: the resource attributes name the rollout (one rollout per process)."""
     attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": args.agent_name,
-             "spanrl.rollout_id": rollout_id, "spanrl.task_id": task["task_id"], "spanrl.split": args.split}
+             "spanrl.task_id": task["task_id"], "spanrl.split": args.split}
+    if rollout_id is not None:
+        attrs["spanrl.rollout_id"] = rollout_id
     with tracer.start_as_current_span(f"invoke_agent {args.agent_name}", attributes=attrs) as root:
         messages = [{"role": "system", "content": SYSTEM}, *EXAMPLES, {"role": "user", "content": task["question"]}]
         tool_ok = tool_errors = llm_calls = 0
@@ -136,13 +178,21 @@ def rollout(client: OpenAI, task: dict[str, Any], rollout_id: str, args: argpars
                 model=args.model, messages=messages, tools=[CALCULATOR],
                 temperature=args.temperature, max_tokens=args.max_tokens,
             ).choices[0].message
+            broken = None if reply.tool_calls else unparsed_tool_call(reply.content)
+            if broken is not None:  # a tool call the server could not read: a failed tool call
+                result, _ = run_tool(broken[0], f"unparsed-{llm_calls}", broken[1])
+                tool_errors += 1
+                messages += [{"role": "assistant", "content": reply.content or ""},
+                             {"role": "user", "content": f"That tool call could not be read ({result}). "
+                                                         "Call the calculator again with valid JSON."}]
+                continue
             if not reply.tool_calls:
                 answer_text = reply.content
                 break
             calls = [c.model_dump(include={"id", "type", "function"}) for c in reply.tool_calls]
             messages.append({"role": "assistant", "content": reply.content or "", "tool_calls": calls})
             for call in reply.tool_calls:
-                result, ok = run_tool(call)
+                result, ok = run_tool(call.function.name, call.id, call.function.arguments)
                 tool_ok, tool_errors = tool_ok + ok, tool_errors + (not ok)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
         value = final_number(answer_text)
@@ -181,7 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run calculator-agent rollouts (one JSON task per line).")
     parser.add_argument("--tasks", required=True, help="JSONL file of {task_id, question, answer}")
     parser.add_argument("--rollouts", type=int, default=1, help="rollouts per task (a group)")
-    parser.add_argument("--out", required=True, help="JSONL file the results are appended to")
+    parser.add_argument("--out", default="-", help="JSONL file the results are appended to (default: stdout)")
+    parser.add_argument("--task-id", default=None,
+                        help="run only this task of --tasks, once (a runner such as `spanrl rollout` gives each "
+                             "rollout its own process and its id in OTEL_RESOURCE_ATTRIBUTES)")
     parser.add_argument("--split", default="train", help="tag written on every rollout (spanrl.split)")
     parser.add_argument("--agent-name", default="calc", help="gen_ai.agent.name of the rollouts")
     parser.add_argument("--run-id", default="run", help="prefix of the rollout ids (unique per run)")
@@ -193,26 +246,40 @@ def main(argv: list[str] | None = None) -> int:
 
     with open(args.tasks, encoding="utf-8") as fh:
         tasks = [json.loads(line) for line in fh if line.strip()]
-    jobs = [(t, f"{args.run_id}-{t['task_id']}-r{k}") for t in tasks for k in range(args.rollouts)]
+    if args.task_id is not None:
+        tasks = [t for t in tasks if t["task_id"] == args.task_id]
+        if not tasks:
+            parser.error(f"--task-id {args.task_id!r} is not in {args.tasks}")
+        jobs: list[tuple[dict[str, Any], str | None]] = [(tasks[0], None)]
+    else:
+        jobs = [(t, f"{args.run_id}-{t['task_id']}-r{k}") for t in tasks for k in range(args.rollouts)]
     provider = setup_telemetry()
     client = make_client()
     lock = threading.Lock()
-    with open(args.out, "a", encoding="utf-8") as out, ThreadPoolExecutor(args.concurrency) as pool:
+    failed = False
+    out = sys.stdout if args.out == "-" else open(args.out, "a", encoding="utf-8")  # noqa: SIM115 - closed below
+    with ThreadPoolExecutor(args.concurrency) as pool:
 
-        def one(job: tuple[dict[str, Any], str]) -> None:
+        def one(job: tuple[dict[str, Any], str | None]) -> None:
+            nonlocal failed
             try:
                 result = rollout(client, job[0], job[1], args)
             except Exception as exc:  # a failed request is a failed rollout, not a crashed batch
                 result = {"rollout_id": job[1], "task_id": job[0]["task_id"], "split": args.split,
                           "reward": None, "error": f"{type(exc).__name__}: {exc}"}
+                failed = True
+                print(f"rollout of {job[0]['task_id']} failed: {result['error']}", file=sys.stderr, flush=True)
             with lock:
                 out.write(json.dumps(result) + "\n")
                 out.flush()
-                print(f"done {result['rollout_id']} reward={result['reward']}", flush=True)
+                if out is not sys.stdout:
+                    print(f"done {result['rollout_id']} reward={result['reward']}", flush=True)
 
         list(pool.map(one, jobs))
+    if out is not sys.stdout:
+        out.close()
     provider.shutdown()  # flushes the span queue to the collector
-    return 0
+    return 1 if failed and args.task_id is not None else 0  # one rollout per process: its exit code says how it went
 
 
 if __name__ == "__main__":

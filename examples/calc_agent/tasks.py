@@ -1,9 +1,17 @@
 """Seeded arithmetic word problems with a verifiable answer (the Calc-X shape, small enough for a 135M model).
 
 Every task is a dict ``{"task_id", "question", "answer"}``. The generator is deterministic in its seed,
-and the two splits never share a task id: ``train`` draws from seeds 1000+ and ``eval`` (held out,
-never used for training) is a fixed list drawn from seed 7. Numbers are two and three digits, so the
-model cannot reliably do the arithmetic in its head and has to call the calculator.
+and the three splits never share a question:
+
+- ``eval`` (held out, ``eval-000`` .. ``eval-063``): a fixed list from seed 7, used only for the
+  numbers reported; never trained on, never used to choose anything. Its first 32 tasks are the
+  held-out list of earlier versions (same seed, same draws).
+- ``val`` (validation, ``val-000`` .. ``val-031``): a fixed list from seed 11, for every choice that is
+  tuned or gated (the demo's promotion gate, learning rates, group sizes); never trained on.
+- ``train``: fresh tasks per seed (``1000 + seed``), operators in rotation.
+
+Numbers are two and three digits, so the model cannot reliably do the arithmetic in its head and has
+to call the calculator.
 """
 
 from __future__ import annotations
@@ -24,8 +32,8 @@ TEMPLATES: list[tuple[str, str]] = [
     ("{n} shares {a} {i} equally among {b} friends. How many {i} does each friend get?", "/"),
 ]
 
-EVAL_SEED = 7
-EVAL_SIZE = 32
+EVAL_SEED, EVAL_SIZE = 7, 64
+VAL_SEED, VAL_SIZE = 11, 32
 
 
 def _operands(rng: random.Random, op: str) -> tuple[int, int]:
@@ -57,22 +65,33 @@ def make_task(rng: random.Random, task_id: str, op: str | None = None) -> dict[s
 
 
 def make_tasks(split: str, n: int, seed: int = 0) -> list[dict[str, object]]:
-    """``n`` tasks of a split. ``eval`` ignores ``seed``: the held-out list is fixed."""
+    """``n`` tasks of a split. ``eval`` and ``val`` ignore ``seed``: they are fixed lists."""
     if split == "eval":
         if n > EVAL_SIZE:
             raise ValueError(f"the held-out split has {EVAL_SIZE} tasks; asked for {n}")
         rng = random.Random(EVAL_SEED)
         return [make_task(rng, f"eval-{k:03d}") for k in range(n)]
+    if split == "val":
+        if n > VAL_SIZE:
+            raise ValueError(f"the validation split has {VAL_SIZE} tasks; asked for {n}")
+        return _fresh_tasks(random.Random(VAL_SEED), "val-", n, _questions("eval"))
     if split != "train":
-        raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
-    rng = random.Random(1000 + seed)
-    held_out = {t["question"] for t in make_tasks("eval", EVAL_SIZE)}
+        raise ValueError(f"split must be 'train', 'val' or 'eval', got {split!r}")
+    return _fresh_tasks(random.Random(1000 + seed), f"train-{seed}-", n, _questions("eval") | _questions("val"))
+
+
+def _questions(split: str) -> set[object]:
+    return {t["question"] for t in make_tasks(split, EVAL_SIZE if split == "eval" else VAL_SIZE)}
+
+
+def _fresh_tasks(rng: random.Random, prefix: str, n: int, avoid: set[object]) -> list[dict[str, object]]:
+    """Tasks whose question is not in ``avoid`` (another split's), operators in rotation: a run of 4
+    tasks sees all four, so one cycle cannot push the policy towards a single operator (what the
+    first measured run showed with random draws)."""
     tasks: list[dict[str, object]] = []
-    while len(tasks) < n:  # a train question never repeats a held-out one
-        # operators in rotation: a cycle of 4 tasks sees all four, so one cycle cannot push the
-        # policy towards a single operator (what the first measured run showed with random draws)
+    while len(tasks) < n:
         op = OPERATORS[len(tasks) % len(OPERATORS)]
-        task = make_task(rng, f"train-{seed}-{len(tasks):03d}", op)
-        if task["question"] not in held_out:
+        task = make_task(rng, f"{prefix}{len(tasks):03d}", op)
+        if task["question"] not in avoid:
             tasks.append(task)
     return tasks

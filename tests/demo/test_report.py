@@ -99,3 +99,33 @@ def test_a_broken_line_names_file_and_line(tmp_path: Path) -> None:
     (tmp_path / "eval" / "cycle-0.jsonl").write_text('{"reward": 1}\n{oops\n')
     with pytest.raises(InputError, match=r"cycle-0\.jsonl:2"):
         load_history(tmp_path)
+
+
+def test_demo_record_gives_validation_gate_subset_and_tool_error_rate(tmp_path: Path) -> None:
+    """A demo with a rejected candidate: cycle 1's candidate was worse on validation, so policy 2 is
+    still adapter 0001-a and the report says the candidate was kept; the candidate's own training
+    line (not the adapter numbered 2) is what row 1 shows."""
+    _history(tmp_path)
+    _jsonl(tmp_path / "adapters" / "cycles.jsonl", [
+        {"cycle": 1, "cycle_id": "0001-a", "train_loss": 0.5, "promoted": True},
+        {"cycle": 2, "cycle_id": "0002-b", "train_loss": 0.25, "promoted": False},
+    ])
+    _jsonl(tmp_path / "demo" / "cycles.jsonl", [
+        {"cycle": 0, "policy": "base", "val_reward": 0.3, "candidate": "0001-a", "candidate_val_reward": 0.4, "promoted": True},
+        {"cycle": 1, "policy": "0001-a", "val_reward": 0.4, "candidate": "0002-b", "candidate_val_reward": 0.1,
+         "promoted": False},
+        {"cycle": 2, "policy": "0001-a", "val_reward": 0.4, "candidate": None, "promoted": None},
+    ])
+    _jsonl(tmp_path / "eval" / "cycle-0.jsonl", [{"task_id": f"eval-{k:03d}", "reward": 1.0 if k < 16 else 0.0}
+                                                 for k in range(64)])
+    _jsonl(tmp_path / "demo" / "rollouts" / "cycle-1.jsonl",
+           [{"reward": 0.2, "tool_ok": 1, "tool_errors": 3}, {"reward": 0.0, "tool_ok": 0, "tool_errors": 0}])
+    rows = load_history(tmp_path)
+    assert [r["policy"] for r in rows] == ["base", "0001-a", "0001-a"]
+    assert rows[0]["gate"] == "promoted" and rows[1]["gate"] == "kept 0002-b as candidate" and rows[2]["gate"] is None
+    assert rows[1]["train_loss"] == 0.25 and rows[2]["train_loss"] is None
+    assert rows[0]["eval_n"] == 64 and rows[0]["eval_reward"] == pytest.approx(0.25)
+    assert rows[0]["eval_subset_reward"] == 1.0  # the fixed first 16, comparable with the cycles between
+    assert rows[1]["tool_error_rate"] == pytest.approx(0.75)
+    rows, png, page = write_report(tmp_path)
+    assert "kept 0002-b as candidate" in page.read_text()

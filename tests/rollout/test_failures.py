@@ -85,3 +85,17 @@ def test_a_second_collector_on_the_data_root_is_refused(tmp_path: Path) -> None:
 
     with embedded_collector(tmp_path / "data"), pytest.raises(InputError, match="already writing"):
         run_rollouts(_config(tmp_path))
+
+
+def test_extra_env_reaches_the_agent_but_the_runner_variables_win(tmp_path: Path) -> None:
+    """``RolloutConfig.env`` (how the demo sets OTEL_SERVICE_NAME etc.) is added to every agent
+    process; the runner's own variables (policy URL, ids) are set over it."""
+    cmd = ["sh", "-c", 'echo "$CALC_X|$OPENAI_BASE_URL|$OTEL_RESOURCE_ATTRIBUTES"']
+    summary = run_rollouts(_config(tmp_path, command=cmd, retries=0, otlp="http://127.0.0.1:9",
+                                   env={"CALC_X": "from-env", "OPENAI_BASE_URL": "http://wrong/v1",
+                                        "OTEL_RESOURCE_ATTRIBUTES": "team=calc"}))
+    assert summary.samples_ok == 2
+    out = (tmp_path / "data" / "runs" / "r1" / "logs")
+    lines = sorted(p.read_text().strip() for p in out.glob("*.out"))
+    assert lines == ["from-env|http://127.0.0.1:9/v1|team=calc,spanrl.rollout_id=r1.c.0,spanrl.task_id=c",
+                     "from-env|http://127.0.0.1:9/v1|team=calc,spanrl.rollout_id=r1.h.0,spanrl.task_id=h"]

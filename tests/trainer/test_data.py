@@ -116,7 +116,8 @@ def test_plan_steps_counts_rollouts_weights_sum_to_one_and_buckets_fit(tokenizer
         seen = [i for st in epoch for b in st.batches for i in b]
         assert sorted(seen) == list(range(len(seqs)))  # every call once per epoch
     for st in steps:
-        total = sum(st.weights[i] * seqs[i].n_response for b in st.batches for i in b)
+        total = sum(w * (p.end - p.start) for b in st.batches for i in b
+                    for w, p in zip(st.weights[i], seqs[i].response_parts, strict=True))
         assert total == pytest.approx(1.0)
         for b in st.batches:
             assert len(b) == 1 or max(len(seqs[i].ids) for i in b) * len(b) <= 600
@@ -132,7 +133,7 @@ def test_bucket_by_tokens_groups_similar_lengths() -> None:
 def test_collate_positions_predict_response_tokens(tokenizer) -> None:
     rows = tiny_rollout_rows(tokenizer, n_tasks=1, rollouts_per_task=2, calls_per_rollout=1, logprobs=True)
     seqs, _ = _build(tokenizer, rows)
-    b = collate(seqs, [0, 1], pad_id=0, weights={0: 0.1, 1: 0.2})
+    b = collate(seqs, [0, 1], pad_id=0, weights={0: [0.1], 1: [0.2]})
     n = sum(s.n_response for s in seqs)
     assert b["targets"].tolist() == seqs[0].ids[seqs[0].n_prompt:] + seqs[1].ids[seqs[1].n_prompt:]
     assert b["pos_t"].numel() == n and b["behaviour_logp"].tolist() == [-1.0] * n

@@ -121,6 +121,11 @@ def test_resume_continues_from_latest_and_checks_the_base(model_dir: Path, token
     assert any(float(w1[k].abs().max()) > 0 for k in w1 if "lora_B" in k)
     cycles = [json.loads(x) for x in (tmp_path / "adapters" / "cycles.jsonl").read_text().splitlines()]
     assert [c["cycle_id"] for c in cycles] == [first.cycle_id, second.cycle_id]
+    candidate = train(_cfg(model_dir, tmp_path, lr=1e-12, seed=3, retrain=True), progress=False, promote=False)
+    assert (tmp_path / "adapters" / "LATEST").read_text().strip() == second.cycle_id  # a candidate only
+    assert (candidate.folder / "adapter_model.safetensors").is_file() and _state(candidate.folder)["parent"] == second.cycle_id
+    last = json.loads((tmp_path / "adapters" / "cycles.jsonl").read_text().splitlines()[-1])
+    assert last["cycle_id"] == candidate.cycle_id and last["promoted"] is False
 
     other = make_tiny_model(tmp_path / "other", arch="qwen2")
     with pytest.raises(InputError, match="--fresh"):

@@ -90,8 +90,9 @@ def test_calls_token_ids_response_ids_and_agent_names_match(lake: Path) -> None:
 
 def test_rollout_return_is_agent_lightnings_final_reward(lake: Path) -> None:
     """Identical credit = what Agent Lightning's VERL daemon trains on: the rollout's last non-None
-    triplet reward (reward_fillna_value 0 when none), copied to every call."""
-    rollouts, _ = _build(lake)
+    triplet reward (reward_fillna_value 0 when none), copied to every call. (spanrl's default, air
+    credit, adds the AIR rewards each call caused on top; identical is the Agent Lightning setting.)"""
+    rollouts, _ = _build(lake, "--credit", "identical")
     for case, expected in AGL.items():
         final = next((e[4] for e in reversed(expected) if e[4] is not None), 0.0)
         assert [row["return"] for row in rollouts[case]] == [final] * len(expected), case

@@ -120,9 +120,10 @@ def test_first_snapshot_shapes_rewards_and_steps(lake) -> None:
         assert steps[-1]["is_last"] and not any(s["is_last"] for s in steps[:-1])
     finals = {i: rows[trace[i]][0]["final_reward"] for i in (0, 1, 2, 3, 4, 5, 6)}
     assert finals == {0: 1.0, 1: 0.8, 2: 0.3, 3: 0.6, 4: 0.4, 5: 0.9, 6: 0.2}
-    # identical credit: every call carries the rollout's return; prompts/responses are OpenAI messages
+    # air credit (the default): every call carries the rollout's return plus its own AIR reward;
+    # prompts/responses are OpenAI messages
     for steps in rows.values():
-        assert {s["return"] for s in steps} == {steps[0]["final_reward"]}
+        assert [s["return"] for s in steps] == pytest.approx([steps[0]["final_reward"] + s["step_reward"] for s in steps])
         assert json.loads(steps[0]["response_message"])["role"] == "assistant"
         assert any(m["role"] == "user" for m in json.loads(steps[0]["prompt_messages"]))
     engine = rows[trace[13]][0]  # token ids from the engine's span, joined to the client's call

@@ -55,6 +55,32 @@ def test_step_credit_discounted_by_hand() -> None:
     assert step_credit(1.0, [0.0, -0.5, 0.0], "discounted", 0.5) == pytest.approx([0.25 - 0.25, 0.5 - 0.5, 1.0])
 
 
+def test_air_credit_by_hand_adds_only_the_calls_own_air_reward() -> None:
+    """Task T, two rollouts: x (R=1, its 2nd of 3 calls sent bad arguments: AIR -0.5) and y (R=0).
+    Group advantage: mean 0.5, sample std 0.7071, so A_x = +0.7071, A_y = -0.7071; air credit then
+    adds r_t to the call that caused it and to no other (docs/transitions.md has this example)."""
+    table = _rows([("x", "T", 1.0, [0.0, -0.5, 0.0]), ("y", "T", 0.0, [0.0, 0.0])])
+    out = compute_advantages(table, credit="air", advantage="group").to_pylist()
+    a = 0.5 / (math.sqrt(0.5) + 1e-6)
+    assert [r["return"] for r in out] == pytest.approx([1.0, 0.5, 1.0, 0.0, 0.0])
+    assert [r["advantage"] for r in out] == pytest.approx([a, a - 0.5, a, -a, -a])
+    same = compute_advantages(table, credit="identical", advantage="group").to_pylist()
+    assert [r["advantage"] for r in same] == pytest.approx([a, a, a, -a, -a])  # identical ignores AIR
+
+
+def test_air_credit_gives_a_signal_where_the_group_has_none() -> None:
+    """Every rollout of the task failed (zero variance: A = 0): only the call whose tool call failed
+    is pushed down, which is what lets a cycle of all-wrong answers still teach the tool format."""
+    out = compute_advantages(_rows([("x", "T", 0.0, [-0.2, 0.0]), ("y", "T", 0.0, [0.0, 0.0])]), credit="air")
+    assert out["advantage"].to_pylist() == pytest.approx([-0.2, 0.0, 0.0, 0.0])
+
+
+def test_default_credit_is_air() -> None:
+    from spanrl.ingest.config import CREDIT_CHOICES, IngestConfig
+
+    assert IngestConfig().credit == "air" and set(CREDIT_CHOICES) >= {"identical", "discounted", "last", "air"}
+
+
 rollout_st = st.tuples(
     st.sampled_from(["A", "B", "C", None]),
     st.one_of(st.none(), st.sampled_from([0.0, 0.5, 1.0]), st.floats(-3, 3, allow_nan=False)),
@@ -63,7 +89,7 @@ rollout_st = st.tuples(
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(rollout_st, min_size=1, max_size=8), st.sampled_from(["identical", "discounted", "last"]),
+@given(st.lists(rollout_st, min_size=1, max_size=8), st.sampled_from(["identical", "discounted", "last", "air"]),
        st.sampled_from(["group", "batch", "none"]), st.sampled_from([0.5, 0.9, 1.0]))
 def test_sql_matches_pure_maths(rollouts, credit, advantage, gamma) -> None:
     spec = [(f"r{i}", task, reward, steps) for i, (task, reward, steps) in enumerate(rollouts)]
@@ -80,6 +106,10 @@ def test_sql_matches_pure_maths(rollouts, credit, advantage, gamma) -> None:
         assert [r["advantage"] for r in rows] == pytest.approx(step_credit(a_r[rid], steps, credit, gamma), abs=1e-6)
         if credit == "identical":
             assert all(r["return"] == rewards[rid] for r in rows)
+        if credit == "air":  # the rollout's return plus this call's own AIR reward, nothing else
+            assert [r["return"] - rewards[rid] for r in rows] == pytest.approx(steps, abs=1e-9)
+            if not any(steps):
+                assert [r["advantage"] for r in rows] == pytest.approx([a_r[rid]] * len(steps), abs=1e-12)
     if advantage == "group" and credit == "identical":
         per_task: dict[str, list[float]] = {}
         for rid, task, _, _ in spec:

@@ -26,7 +26,7 @@ rollout_st = st.tuples(
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(rollout_st, min_size=1, max_size=4), st.sampled_from(["identical", "discounted", "last"]))
+@given(st.lists(rollout_st, min_size=1, max_size=4), st.sampled_from(["identical", "discounted", "last", "air"]))
 def test_transitions_partition_calls_into_rollouts(rollouts, credit) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         lake = FakeLake(Path(tmp))
@@ -60,4 +60,7 @@ def test_transitions_partition_calls_into_rollouts(rollouts, credit) -> None:
         assert bad == []
         if credit == "identical":
             assert con.execute('SELECT count(*) FROM transitions WHERE "return" <> final_reward').fetchall() == [(0,)]
+        if credit == "air":  # return = R + the call's own AIR reward (step_credit's model of it)
+            assert con.execute('SELECT count(*) FROM transitions WHERE abs("return" - final_reward - step_reward) > 1e-9'
+                               ).fetchall() == [(0,)]
         con.close()

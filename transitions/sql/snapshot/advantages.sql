@@ -1,13 +1,15 @@
 -- name: advantages($advantage, $eps, $gamma, $credit)
 -- Returns and advantages for transition rows (relation transition_rows: snapshot rows or the
 -- builder's transition_base). Re-runnable over a snapshot on its own (DESIGN §10).
--- Parameters: $credit (identical | discounted | last), $gamma, $advantage (group | batch | none), $eps.
+-- Parameters: $credit (air | identical | discounted | last), $gamma, $advantage (group | batch | none), $eps.
 --   R       = final_reward (NULL counts 0: only present with --missing-reward zero)
 --   A_r     = one advantage per rollout: group: (R - mean_task) / (std_task + eps) over the rollouts of
 --             the task (sample std; a zero-variance task gives 0; a task seen once falls back to batch);
 --             batch: the same over every rollout of the snapshot; none: R.
---   credit  identical: return = R, advantage = A_r on every call; last: only the last call gets them
---           (others 0); discounted: return = gamma^(T-1-t) * R + AIR reward-to-go,
+--   credit  identical: return = R, advantage = A_r on every call; air: return = R + r_t,
+--           advantage = A_r + r_t with r_t = step_reward, the AIR rewards this call caused itself
+--           (identical when no rule fired); last: only the last call gets R, A_r (others 0);
+--           discounted: return = gamma^(T-1-t) * R + AIR reward-to-go,
 --           advantage = gamma^(T-1-t) * A_r + AIR reward-to-go.
 -- Every sum runs over a list in a fixed order (list_avg/list_stddev_samp/list_sum), not as a
 -- parallel aggregate: the float result must not depend on thread scheduling, or the same lake
@@ -44,11 +46,13 @@ to_go AS (
 SELECT tr.* REPLACE (
     CASE $credit
         WHEN 'identical' THEN adv.r
+        WHEN 'air' THEN adv.r + coalesce(tr.step_reward, 0.0)
         WHEN 'last' THEN CASE WHEN tr.is_last THEN adv.r ELSE 0.0 END
         ELSE pow($gamma, tr.n_steps - 1 - tr.step) * adv.r + g.air_to_go
     END AS "return",
     CASE $credit
         WHEN 'identical' THEN adv.a_r
+        WHEN 'air' THEN adv.a_r + coalesce(tr.step_reward, 0.0)
         WHEN 'last' THEN CASE WHEN tr.is_last THEN adv.a_r ELSE 0.0 END
         ELSE pow($gamma, tr.n_steps - 1 - tr.step) * adv.a_r + g.air_to_go
     END AS advantage
