@@ -37,7 +37,7 @@ def connect(data: Path, stage2: bool = True) -> duckdb.DuckDBPyConnection:
         if stage2 and not {"rewards", "rollouts"} <= set(tables):
             from spanrl.transitions.rollouts import register_lake_views
 
-            register_lake_views(con, data)  # locks the connection before any user-written SQL binds
+            register_lake_views(con, data, readable=())  # locks it (no file at all) before any AIR rule binds
         lock_down(con)
     except BaseException:
         con.close()

@@ -72,15 +72,18 @@ def set_variables(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> None:
 
 
 def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materialize: bool,
-                    rules: list[AirRule] | None = None, readable: tuple[Path, ...] = ()) -> Stage2Setup:
+                    rules: list[AirRule] | None = None, readable: tuple[Path, ...] | None = None) -> Stage2Setup:
     """Create every stage-2 object on ``con`` (which must already have spans, llm_calls, tool_calls).
     ``rules``: the AIR rules to apply (default: those of ``cfg.config_file``).
 
     Once the inputs that need files are read (stage 1's tables when materialising, the feedback
-    files) the connection is locked (``lock_down``) to ``readable`` (the lake's folder for the
-    builder's ``read_parquet`` views; nothing for the guarded query connection) before any AIR
-    rule is bound, so a rule's predicate cannot read or write host files.
+    files) the connection is locked (``lock_down``, a no-op on one locked already) to ``readable``
+    before any AIR rule is bound, so a rule's predicate cannot read or write host files: by default
+    the data root's ``lake/`` and ``feedback/`` (what ``read_parquet`` views need); ``()`` for the
+    guarded query connection, whose lake is Arrow datasets.
     """
+    if readable is None:
+        readable = (Path(cfg.data) / "lake", Path(cfg.data) / "feedback")
     if materialize:
         _materialize_stage1(con)
     _check_stage1(con)
@@ -100,7 +103,7 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materiali
     return Stage2Setup(air_rules=rules, feedback_files=files)
 
 
-def register_lake_views(con: duckdb.DuckDBPyConnection, data: Path) -> bool:
+def register_lake_views(con: duckdb.DuckDBPyConnection, data: Path, readable: tuple[Path, ...] | None = None) -> bool:
     """``rewards``, ``rollouts`` (and their helpers) as views for ``spanrl sql`` on a guarded
     connection (``spanrl.query.connect``), which this locks; False on a lake without LLM-call views
     yet.
@@ -112,7 +115,7 @@ def register_lake_views(con: duckdb.DuckDBPyConnection, data: Path) -> bool:
     if _missing_stage1(con):
         return False
     cfg, rules = lake_config(Path(data))
-    register_stage2(con, cfg, materialize=False, rules=rules)
+    register_stage2(con, cfg, materialize=False, rules=rules, readable=readable)
     return True
 
 

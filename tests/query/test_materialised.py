@@ -52,7 +52,7 @@ def test_materialised_tables_hold_the_live_rows(data) -> None:
     register_lake_views(live, data)
     for name in RELATIONS:
         view_sql = served.execute("SELECT sql FROM duckdb_views() WHERE view_name = ?", [name]).fetchall()[0][0]
-        assert "read_parquet" in view_sql, f"{name} is computed per query, not read from its table"
+        assert f"_stage2_{name}" in view_sql, f"{name} is computed per query, not read from its table"
         assert _rows(served, name) == _rows(live, name), name
     assert served.execute("SELECT count(*) FROM rollouts WHERE complete").fetchall()[0][0] == 3
 
