@@ -6,7 +6,6 @@ whole group, so Ctrl-C or SIGTERM never leaves a server or agent behind.
 from __future__ import annotations
 
 import contextlib
-import os
 import shlex
 import signal
 import socket
@@ -18,6 +17,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from spanrl.processes import stop_group
 
 
 def free_port() -> int:
@@ -43,20 +44,6 @@ def background(name: str, cmd: list[str], log_dir: Path, env: dict[str, str] | N
     finally:
         stop_group(proc)
         log.close()
-
-
-def stop_group(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
-    """Stop a process group we started (never anything else)."""
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(grace_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def http_get(url: str, timeout: float = 5.0) -> tuple[int, str]:

@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from spanrl.errors import InputError
+from spanrl.processes import stop_group
 from spanrl.publish import read_pointer
 
 SERVE_START_TIMEOUT_S = 600.0  # a first `--model demo` converts the GGUF once (minutes on 2 cores)
@@ -76,7 +76,7 @@ def started_server(data: Path, model: Path, otlp: str, temperature: float | None
     try:
         yield _wait_for_server(proc, log_path, start)
     finally:
-        _stop(proc)
+        stop_group(proc, grace_s=20.0)
 
 
 def _wait_for_server(proc: subprocess.Popen, log_path: Path, start: int) -> str:
@@ -91,19 +91,6 @@ def _wait_for_server(proc: subprocess.Popen, log_path: Path, start: int) -> str:
                              f"(log: {log_path}):\n{text[-1500:]}")
         time.sleep(0.2)
     raise InputError(f"`spanrl serve` not ready after {SERVE_START_TIMEOUT_S:g}s (log: {log_path})")
-
-
-def _stop(proc: subprocess.Popen, grace_s: float = 20.0) -> None:
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(grace_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def policy_id(url: str) -> str:
