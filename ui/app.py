@@ -206,7 +206,7 @@ def make_app(data: Path, token: str | None = None, lake: Lake | None = None) -> 
     app.router.add_static("/static/", Path(str(resources.files("spanrl.ui").joinpath("static"))))
 
     async def stop_searches(_app: web.Application) -> None:
-        _app[SEARCHES].cancel_all()
+        await asyncio.get_running_loop().run_in_executor(None, _app[SEARCHES].cancel_all)
 
     app.on_shutdown.append(stop_searches)
     return app

@@ -102,6 +102,7 @@ class Searches:
         self.data = Path(data)
         self.chunks = chunks
         self._jobs: dict[tuple[str, tuple], SearchJob] = {}
+        self._threads: list[threading.Thread] = []  # joined on shutdown (see cancel_all)
         self._lock = threading.Lock()
 
     def get(self, text: str, version: tuple, start: bool = True) -> SearchJob | None:
@@ -119,10 +120,18 @@ class Searches:
             while len(self._jobs) > KEEP_JOBS:
                 oldest = next(iter(self._jobs))
                 self._jobs.pop(oldest).cancel()
-        threading.Thread(target=job.run, args=(self.data,), name=f"search {text[:20]!r}", daemon=True).start()
+        thread = threading.Thread(target=job.run, args=(self.data,), name=f"search {text[:20]!r}", daemon=True)
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
         return job
 
-    def cancel_all(self) -> None:
+    def cancel_all(self, wait_s: float = 30.0) -> None:
+        """Cancel every search and wait for its thread to leave DuckDB: on duckdb 2.0 a daemon thread
+        still inside DuckDB when the interpreter exits aborts the whole process."""
         with self._lock:
             for job in self._jobs.values():
                 job.cancel()
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(wait_s)
