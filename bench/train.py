@@ -233,12 +233,7 @@ def main() -> None:
         for name in a.models.split(","):
             steps = a.steps or (20 if name == "tiny" else 3)
             model, data = prepare(name, Path(tmp), steps, a.batch, a.seq_len, a.lengths == "varied")
-            runs: dict[str, list[dict]] = {"spanrl": [], "trl": []}
-            for _ in range(a.rounds):
-                for side in runs:
-                    runs[side].append(run_worker(side, model, data, steps, a.batch, a.seq_len, a.tokens_per_batch,
-                                                 a.threads))
-            best = {side: max(rs, key=lambda r: r["tokens_per_s"]) for side, rs in runs.items()}
+            runs, best = alternate_rounds(("spanrl", "trl"), a, model, data, steps)
             for side, r in best.items():
                 print(f"  {name:5s} {side:7s} {r['steps']:3d} steps  {r['response_tokens']:7d} resp tokens  "
                       f"{r['seconds']:8.2f} s  {r['tokens_per_s']:9.1f} resp tok/s  peak RSS {r['peak_rss_mb']:8.1f} MB  "
@@ -252,6 +247,18 @@ def main() -> None:
                   f"(goal >= 1.3); peak RSS ratio {rss:.2f}")
 
 
+def alternate_rounds(sides: tuple[str, ...], a: argparse.Namespace, model: Path, data: Path,
+                     steps: int) -> tuple[dict[str, list[dict]], dict[str, dict]]:
+    """Run the sides in alternation ``--rounds`` times (so machine noise hits both alike); every
+    run per side, and each side's best run by response tokens/s."""
+    runs: dict[str, list[dict]] = {side: [] for side in sides}
+    for _ in range(a.rounds):
+        for side in sides:
+            runs[side].append(run_worker(side, model, data, steps, a.batch, a.seq_len, a.tokens_per_batch, a.threads))
+    best = {side: max(rs, key=lambda r: r["tokens_per_s"]) for side, rs in runs.items()}
+    return runs, best
+
+
 def bench_merging(a: argparse.Namespace) -> None:
     """spanrl on multi-call rollouts, trajectory merging on vs off; best of ``--rounds`` each."""
     print(f"bench/train --multi-call {a.multi_call}: {a.batch} rollouts/step of {a.multi_call} chained calls "
@@ -261,12 +268,7 @@ def bench_merging(a: argparse.Namespace) -> None:
         for name in a.models.split(","):
             steps = a.steps or (10 if name == "tiny" else 3)
             model, data = prepare(name, Path(tmp), steps, a.batch, a.seq_len, False, a.multi_call)
-            runs: dict[str, list[dict]] = {"spanrl-merged": [], "spanrl-unmerged": []}
-            for _ in range(a.rounds):
-                for side in runs:
-                    runs[side].append(run_worker(side, model, data, steps, a.batch, a.seq_len, a.tokens_per_batch,
-                                                 a.threads))
-            best = {side: max(rs, key=lambda r: r["tokens_per_s"]) for side, rs in runs.items()}
+            runs, best = alternate_rounds(("spanrl-merged", "spanrl-unmerged"), a, model, data, steps)
             for side, r in best.items():
                 print(f"  {name:5s} {side:15s} {r['steps']:3d} steps  {r['response_tokens']:7d} resp tokens  "
                       f"{r['seconds']:8.2f} s  {r['tokens_per_s']:9.1f} resp tok/s  {r['tokens_per_cpu_s']:9.1f} per CPU-s  "
