@@ -97,6 +97,7 @@ class SnapshotDraft:
         name = f"part-{index:05d}.parquet" if isinstance(index, int) else f"part-{index}.parquet"
         path = self.tmp_dir / name
         pq.write_table(conform(table), path, compression="zstd")
+        (self.tmp_dir / DIGESTS).unlink(missing_ok=True)  # computed from the parts again when asked
         return path
 
     def link_part(self, source: Path, name: str) -> Path:
@@ -110,9 +111,9 @@ class SnapshotDraft:
 
     def write_index(self, con: duckdb.DuckDBPyConnection, digests: str, advantages: str | None) -> None:
         """COPY the digests (and advantages) SELECTs into the draft: what the hash and readers use."""
-        con.execute(f"COPY ({digests} ORDER BY rollout_id) TO {sql_literal(self.tmp_dir / DIGESTS)} (FORMAT parquet)")
+        con.execute(f"COPY (SELECT * FROM ({digests}) ORDER BY rollout_id) TO {sql_literal(self.tmp_dir / DIGESTS)} (FORMAT parquet)")
         if advantages is not None:
-            con.execute(f"COPY ({advantages} ORDER BY rollout_id) TO {sql_literal(self.tmp_dir / ADVANTAGES)} "
+            con.execute(f"COPY (SELECT * FROM ({advantages}) ORDER BY rollout_id) TO {sql_literal(self.tmp_dir / ADVANTAGES)} "
                         "(FORMAT parquet)")
 
     def content_hash(self) -> str:

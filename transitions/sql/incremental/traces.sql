@@ -1,7 +1,7 @@
 -- name: traces
 -- A segment's bookkeeping, one row per computed trace: its rollout (_trace_rollouts), the lake files
--- that hold it (/*FILES*/: trace_id, absolute filename; cut to the data-root-relative path at
--- /*ROOT_LEN*/), and the counts the build summary adds up over every segment.
+-- that hold it (the FILES placeholder: trace_id, absolute filename; cut to the data-root-relative
+-- path at the ROOT_LEN placeholder), and the counts the build summary adds up over every segment.
 WITH files AS (
     SELECT trace_id, list(DISTINCT filename[/*ROOT_LEN*/:] ORDER BY filename[/*ROOT_LEN*/:]) AS lake_files
     FROM (/*FILES*/) GROUP BY trace_id
