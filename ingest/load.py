@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from spanrl.ingest.anyvalue import register_any_json
 from spanrl.ingest.config import IngestConfig, describe_config_file
 from spanrl.ingest.decode import decode_to_json_lines
+from spanrl.ingest.journal import finish_interrupted
 from spanrl.ingest.scan import (
     REJECTS_SCHEMA,
     FileStateError,
@@ -277,6 +278,7 @@ def _load_lake(cfg: IngestConfig, on_progress: Callable[[SpanFile, int], None] |
     t0 = time.perf_counter()
     lake = cfg.data / "lake"
     summary = LakeSummary()
+    summary.warnings += finish_interrupted(lake)  # a compaction or prune a crash cut short
     state = recover_file_state(lake, summary.warnings)
     plan = plan_files(list_input_files(cfg.data, cfg.input), state, summary.warnings)
     try:

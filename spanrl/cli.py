@@ -62,16 +62,27 @@ def ingest(data: Path, settle: str | None, **flags) -> None:
 
     with lake_lock(cfg.data / "lake"):  # both stages, so no other writer slips in between them
         load_lake_with_progress(cfg)
+        if cfg.keep_days is not None:  # before stage 2: the snapshot is built from the pruned lake
+            from spanrl.ingest.lake_cli import print_prune
+            from spanrl.ingest.prune import prune_lake
+
+            print_prune(prune_lake(cfg.data, cfg.keep_days))
         if not cfg.no_transitions:
             from spanrl.transitions.build import build_transitions, print_summary
 
             print_summary(build_transitions(cfg))
+        if cfg.keep_snapshots is not None:
+            from spanrl.transitions.cli import print_snapshot_cleanup
+            from spanrl.transitions.retention import clean_snapshots
+
+            print_snapshot_cleanup(clean_snapshots(cfg.data, cfg.keep_snapshots))
 
 
 def _register() -> None:
     from spanrl.collector.cli import collector
     from spanrl.demo.cli import demo, report
     from spanrl.export.cli import export
+    from spanrl.ingest.lake_cli import lake
     from spanrl.judge.cli import judge
     from spanrl.query.cli import sql
     from spanrl.rollout.cli import rollout, tasks
@@ -80,8 +91,8 @@ def _register() -> None:
     from spanrl.transitions.cli import transitions
     from spanrl.ui.cli import ui
 
-    for command in (collector, ingest, transitions, sql, train, adapters, serve, demo, report, tasks, rollout, judge,
-                    export, ui):
+    for command in (collector, ingest, lake, transitions, sql, train, adapters, serve, demo, report, tasks, rollout,
+                    judge, export, ui):
         cli.add_command(command)
 
 
