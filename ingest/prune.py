@@ -139,7 +139,7 @@ def _finish(lake: Path, intent: dict[str, Any], recorded: bool) -> None:
     if not recorded:
         append_jsonl(lake / JOURNAL, {k: intent[k] for k in ("dropped", "older_than", "at")})
     crash_point("prune_recorded")
-    shutil.rmtree(trash, ignore_errors=True)
+    shutil.rmtree(lake / TRASH, ignore_errors=True)  # only a prune puts anything there, and one runs at a time
     drop_intent(lake / INTENT)
 
 

@@ -47,17 +47,19 @@ def build_lake(data: Path, days: list[int], files: int = 3) -> Path:
 
 
 def copy_lake(src: Path, dest: Path) -> Path:
-    shutil.copytree(src, dest)
+    """A copy of a data root without its span files: their rows are in the copied lake, and the
+    copy's ``_files.parquet`` names the originals, so a later ingest would read them all again."""
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("otel"))
     return dest
 
 
-def rows(data: Path, table: str = "spans") -> list[tuple]:
+def rows(data: Path, table: str = "spans", where: str = "true") -> list[tuple]:
     """Every row of a lake table, as (key..., md5 of the whole row incl. its date), sorted: equal
     lists mean the same multiset of rows, column for column."""
     key = "trace_id, span_id" if table == "spans" else "trace_id, time_ns"
     glob = str(data / "lake" / table / "*" / "*.parquet")
     return duckdb.sql(f"SELECT {key}, md5(CAST(t AS VARCHAR)) AS h FROM read_parquet('{glob}', hive_partitioning = true) t "
-                      "ORDER BY ALL").fetchall()
+                      f"WHERE {where} ORDER BY ALL").fetchall()
 
 
 def parquet_files(data: Path, table: str = "spans") -> dict[str, list[str]]:
@@ -68,3 +70,18 @@ def parquet_files(data: Path, table: str = "spans") -> dict[str, list[str]]:
 def journal(data: Path, name: str) -> list[dict]:
     path = data / "lake" / name
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def rollout_line(rollout_id: str, day: int, reward: float = 1.0) -> str:
+    """One complete rollout (agent span with a reward, one GenAI chat call) starting on ``day``."""
+    tid, root, call = new_trace_id(), new_span_id(), new_span_id()
+    start = T0 + day * DAY
+    messages = {"gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": rollout_id}]}]),
+                "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "ok"}]}])}
+    return trace_line([
+        span("invoke_agent solver", tid, root, start=start, dur=10**9, attrs={
+            "spanrl.rollout_id": rollout_id, "spanrl.task_id": "t", "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "solver", "spanrl.reward": reward}),
+        span("chat m", tid, call, parent=root, start=start + 1000, attrs={
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": "m", **messages}),
+    ])
