@@ -4,7 +4,7 @@ Every incremental ingest adds a file to each date partition it touches, so after
 runs a partition holds hundreds of small files and every scan opens them all. Compaction rewrites
 the files of a partition (``lake/spans/date=D/``, ``lake/logs/date=D/``) as ONE zstd Parquet file
 with the same rows and the same schema (a DuckDB COPY), then retires the old ones, in the order
-``journal`` describes:
+``lakeio`` describes:
 
 1. COPY into ``.compact-<uuid>.parquet.tmp`` in the partition folder (no reader globs ``*.tmp``),
    check its row count and schema against the old files, fsync it;
@@ -28,7 +28,6 @@ Test-only crash points (``SPANRL_TEST_CRASH_AT``): ``compact_written``, ``compac
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,12 +37,12 @@ import duckdb
 import pyarrow.parquet as pq
 
 from spanrl.errors import InputError
-from spanrl.ingest.journal import (
+from spanrl.ingest.lakeio import (
+    PARQUET_OPTIONS,
     TABLES,
     append_jsonl,
     crash_point,
     drop_intent,
-    finish_interrupted,
     fsync_path,
     now_iso,
     read_intent,
@@ -51,7 +50,6 @@ from spanrl.ingest.journal import (
     relative,
     write_intent,
 )
-from spanrl.ingest.load import PARQUET_OPTIONS, lake_lock
 from spanrl.ingest.views import read_sql, sql_literal
 
 JOURNAL = "_compacted.jsonl"
@@ -104,34 +102,15 @@ class CompactSummary:
         return sum(c.partition.rows for c in self.done)
 
 
-def compact_lake(data: Path, min_files: int = 2, dry_run: bool = False, memory_limit: str = "2GB") -> CompactSummary:
-    """Rewrite every partition of ``data``'s lake holding >= ``min_files`` Parquet files as one file.
-
-    Holds the lake writer lock (a running ingest or build makes this exit 2 at once) and first
-    finishes any compaction or prune a crash interrupted. Re-running is a no-op."""
-    if min_files < 2:
-        raise InputError(f"--min-files {min_files}: compaction needs at least 2 files in a partition; pass 2 or more")
-    lake = Path(data) / "lake"
-    if not lake.is_dir():
-        raise InputError(f"{lake}: no trace lake here; run `spanrl ingest --data {data}` first (or pass the right --data)")
-    t0 = time.perf_counter()
-    summary = CompactSummary(min_files, dry_run)
-    with lake_lock(lake):
-        if dry_run:
-            summary.repaired = pending_housekeeping(lake)
-        else:
-            summary.repaired = finish_interrupted(lake)
-        plan, summary.skipped = plan_compaction(lake, min_files)
-        if dry_run:
-            summary.done = [Compacted(p) for p in plan]
-        elif plan:
-            con = _connect(lake, memory_limit)
-            try:
-                summary.done = [compact_partition(con, lake, p) for p in plan]
-            finally:
-                con.close()
-    summary.seconds = time.perf_counter() - t0
-    return summary
+def compact_partitions(lake: Path, plan: list[Partition], memory_limit: str) -> list[Compacted]:
+    """Rewrite each planned partition (steps 1-5), one DuckDB connection for all of them."""
+    if not plan:
+        return []
+    con = _connect(lake, memory_limit)
+    try:
+        return [compact_partition(con, lake, p) for p in plan]
+    finally:
+        con.close()
 
 
 def plan_compaction(lake: Path, min_files: int) -> tuple[list[Partition], list[str]]:
@@ -224,14 +203,6 @@ def finish_compaction(lake: Path) -> list[str]:
         stray.unlink()
         lines.append(f"removed {relative(lake, stray)}, left by a compaction killed while writing it")
     return lines
-
-
-def pending_housekeeping(lake: Path) -> list[str]:
-    """What ``finish_interrupted`` would repair, without repairing it (``--dry-run``)."""
-    from spanrl.ingest.prune import INTENT as PRUNE_INTENT
-
-    return [f"{lake / name} is left by an interrupted run; a run without --dry-run (or `spanrl ingest`) "
-            "finishes it first" for name in (INTENT, PRUNE_INTENT) if (lake / name).is_file()]
 
 
 def _inside(lake: Path, rel: str) -> Path:

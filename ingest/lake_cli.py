@@ -43,8 +43,8 @@ def lake_compact(data: Path, min_files: int, dry_run: bool, memory_limit: str) -
     Example:
       spanrl lake compact --data ./spanrl-data --min-files 4
     """
-    from spanrl.ingest.compact import compact_lake
     from spanrl.ingest.config import check_memory_limit
+    from spanrl.ingest.housekeeping import compact_lake
 
     check_memory_limit(memory_limit)
     print_compaction(compact_lake(data, min_files=min_files, dry_run=dry_run, memory_limit=memory_limit))
@@ -64,7 +64,7 @@ def lake_prune(data: Path, keep_days: int, dry_run: bool) -> None:
     Example:
       spanrl lake prune --keep-days 30
     """
-    from spanrl.ingest.prune import prune_lake
+    from spanrl.ingest.housekeeping import prune_lake
 
     print_prune(prune_lake(data, keep_days, dry_run=dry_run))
 

@@ -5,7 +5,7 @@ newest date partition in the lake minus N days. The reference is *data time* (th
 not the wall clock, so re-running gives the same answer and a lake that stopped receiving data is
 not emptied by the calendar. Snapshots are never touched: each holds its own Parquet rows.
 
-Crash safety follows ``journal``: the intent ``lake/_pruning.json`` lists the partitions, each is
+Crash safety follows ``lakeio``: the intent ``lake/_pruning.json`` lists the partitions, each is
 renamed into ``lake/_trash/<run>/`` (one rename: readers see all of a partition or none of it),
 ``lake/_pruned.jsonl`` gets ``{"dropped": [files], "older_than": D, "at"}``, then the trash is
 deleted and the intent dropped. The next housekeeping run or ingest finishes an interrupted prune.
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -26,12 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from spanrl.errors import InputError
-from spanrl.ingest.journal import (
+from spanrl.ingest.lakeio import (
     TABLES,
     append_jsonl,
     crash_point,
     drop_intent,
-    finish_interrupted,
     fsync_path,
     now_iso,
     read_intent,
@@ -39,8 +37,6 @@ from spanrl.ingest.journal import (
     relative,
     write_intent,
 )
-from spanrl.ingest.load import lake_lock
-from spanrl.options import check_keep
 
 JOURNAL = "_pruned.jsonl"
 INTENT = "_pruning.json"
@@ -62,33 +58,18 @@ class PruneSummary:
     seconds: float = 0.0
 
 
-def prune_lake(data: Path, keep_days: int, dry_run: bool = False) -> PruneSummary:
-    """Drop the lake's date partitions older than (newest date partition - ``keep_days`` days).
-
-    Holds the lake writer lock; ``spanrl ingest`` calls it after stage 1, before stage 2, so the
-    snapshot it builds reads the pruned lake."""
-    check_keep("--keep-days", keep_days)
-    lake = Path(data) / "lake"
-    t0 = time.perf_counter()
-    summary = PruneSummary(keep_days, dry_run)
-    if not lake.is_dir():
-        raise InputError(f"{lake}: no trace lake here; run `spanrl ingest --data {data}` first (or pass the right --data)")
-    with lake_lock(lake):
-        if not dry_run:
-            summary.repaired = finish_interrupted(lake)
-        summary.newest = newest_date(lake)
-        if summary.newest is None:
-            return summary
-        summary.older_than = summary.newest - timedelta(days=keep_days)
-        folders = [f for table in TABLES for f in _partitions(lake, table) if _date_of(f) < summary.older_than]
-        files = [p for f in folders for p in sorted(f.rglob("*")) if p.is_file()]
-        summary.partitions = [relative(lake, f) for f in folders]
-        summary.files = [relative(lake, p) for p in files]
-        summary.bytes = sum(p.stat().st_size for p in files)
-        if folders and not dry_run:
-            _drop(lake, summary)
-    summary.seconds = time.perf_counter() - t0
-    return summary
+def plan_prune(lake: Path, summary: PruneSummary) -> list[Path]:
+    """Fill ``summary`` (newest partition, cut-off, what goes) and return the partition folders to drop."""
+    summary.newest = newest_date(lake)
+    if summary.newest is None:
+        return []
+    summary.older_than = summary.newest - timedelta(days=summary.keep_days)
+    folders = [f for table in TABLES for f in _partitions(lake, table) if _date_of(f) < summary.older_than]
+    files = [p for f in folders for p in sorted(f.rglob("*")) if p.is_file()]
+    summary.partitions = [relative(lake, f) for f in folders]
+    summary.files = [relative(lake, p) for p in files]
+    summary.bytes = sum(p.stat().st_size for p in files)
+    return folders
 
 
 def newest_date(lake: Path) -> date | None:
@@ -114,7 +95,8 @@ def _date_of(folder: Path) -> date:
     return date.fromisoformat(folder.name.removeprefix("date="))
 
 
-def _drop(lake: Path, summary: PruneSummary) -> None:
+def drop_partitions(lake: Path, summary: PruneSummary) -> None:
+    """Drop what ``plan_prune`` chose: intent, move to the trash, journal, delete (module docstring)."""
     intent = {"partitions": summary.partitions, "dropped": summary.files, "older_than": summary.older_than.isoformat(),
               "trash": f"{TRASH}/{uuid.uuid4().hex}", "at": now_iso()}
     write_intent(lake / INTENT, intent)

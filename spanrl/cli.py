@@ -63,8 +63,8 @@ def ingest(data: Path, settle: str | None, **flags) -> None:
     with lake_lock(cfg.data / "lake"):  # both stages, so no other writer slips in between them
         load_lake_with_progress(cfg)
         if cfg.keep_days is not None:  # before stage 2: the snapshot is built from the pruned lake
+            from spanrl.ingest.housekeeping import prune_lake
             from spanrl.ingest.lake_cli import print_prune
-            from spanrl.ingest.prune import prune_lake
 
             print_prune(prune_lake(cfg.data, cfg.keep_days))
         if not cfg.no_transitions:

@@ -65,7 +65,7 @@ def transitions_build(data: Path, settle: str | None, **flags) -> None:
       spanrl transitions build --credit discounted --advantage batch
     """
     from spanrl.ingest.config import describe_config_file
-    from spanrl.ingest.journal import finish_interrupted
+    from spanrl.ingest.housekeeping import finish_interrupted
     from spanrl.ingest.load import lake_lock
     from spanrl.transitions.build import build_transitions, print_summary
 

@@ -20,8 +20,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spanrl.ingest.journal import read_jsonl
-from spanrl.ingest.load import lake_lock
+from spanrl.ingest.lakeio import lake_lock, read_jsonl
 from spanrl.options import check_keep
 from spanrl.publish import discard, read_pointer, sweep_trash
 from spanrl.transitions.snapshot import list_snapshots, transitions_dir

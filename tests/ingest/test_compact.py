@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from spanrl.cli import cli
 from spanrl.errors import InputError
-from spanrl.ingest.compact import compact_lake
+from spanrl.ingest.housekeeping import compact_lake
 from spanrl.ingest.load import lake_lock
 from spanrl.ingest.views import connect
 from tests.ingest.conftest import ingest

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from spanrl.cli import cli
-from spanrl.ingest.prune import prune_lake
+from spanrl.ingest.housekeeping import prune_lake
 from spanrl.transitions import read_snapshot
 from tests.ingest.conftest import ingest
 from tests.ingest.otlp_lines import write_lines

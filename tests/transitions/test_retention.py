@@ -97,8 +97,9 @@ def test_hard_linked_parts_survive_deleting_the_older_snapshot(tmp_path: Path) -
     root = transitions_dir(tmp_path)
     new = "29990101T000000000000Z"
     (root / new).mkdir()
-    for part in (root / old).glob("part-*.parquet"):
-        os.link(part, root / new / part.name)
+    for part in (root / old).iterdir():  # parts (and any other row file), not the manifest
+        if part.name != "manifest.json":
+            os.link(part, root / new / part.name)
     manifest = json.loads((root / old / "manifest.json").read_text())
     (root / new / "manifest.json").write_text(json.dumps({**manifest, "snapshot_id": new}))
     write_pointer(root, new)

@@ -1,13 +1,14 @@
-"""The small file primitives lake housekeeping (``spanrl lake compact``, ``spanrl lake prune``) is
-built from, so that a ``kill -9`` at any point loses no row and the next run finishes the job.
+"""The lake's file-level primitives: its writer lock, its Parquet options, and what lake
+housekeeping (``spanrl lake compact``, ``spanrl lake prune``) is built from, so that a ``kill -9``
+at any point loses no row and the next run finishes the job.
 
 Each housekeeping step follows one pattern: write the new state where no reader looks (a ``.tmp``
 file, ``lake/_trash/``), fsync it, write an *intent* (``lake/_compacting.json``,
 ``lake/_pruning.json``) that says what is about to change, make the change visible with one
 ``rename``, append the outcome to the lake's journal (``_compacted.jsonl``, ``_pruned.jsonl``), and
 only then delete what it replaced and drop the intent. ``finish_interrupted`` reads a leftover intent
-and completes (or, when the rename never happened, rolls back) that step; stage 1 and the housekeeping
-commands call it under the lake lock before they change anything.
+and completes (or, when the rename never happened, rolls back) that step (``repair.py``); stage 1 and
+the housekeeping commands call it under the lake lock before they change anything.
 
 Test-only: ``SPANRL_TEST_CRASH_AT=<point>`` makes a housekeeping run ``os._exit(137)`` at a named point
 (the builder's hook, same variable). Never set it outside tests.
@@ -17,14 +18,25 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spanrl.publish import write_text_atomic
+from spanrl.publish import exclusive, write_text_atomic
 
+PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 20480"  # every lake file is written so
 CRASH_ENV = "SPANRL_TEST_CRASH_AT"
 TABLES = ("spans", "logs")  # the date-partitioned lake tables housekeeping works on
+
+
+def lake_lock(lake: Path) -> AbstractContextManager[None]:
+    """One writer per lake at a time: a stage-1 run (two would read the same new bytes twice), a
+    snapshot build (it would read a lake half published) or lake housekeeping. ``spanrl ingest``
+    holds it across both stages; a second writer is refused at once (exit 2) rather than queued
+    behind a long run."""
+    return exclusive(lake / ".ingest.lock", f"another `spanrl ingest` or `spanrl transitions build` is writing "
+                                            f"{lake}; wait for it to finish and run again")
 
 
 def crash_point(point: str) -> None:
@@ -103,14 +115,3 @@ def relative(lake: Path, path: Path) -> str:
     """A lake file as the journals name it: relative to ``lake/`` (``spans/date=.../part-X.parquet``)."""
     return path.relative_to(lake).as_posix()
 
-
-def finish_interrupted(lake: Path) -> list[str]:
-    """Complete (or roll back) a compaction or prune a crash interrupted; one line per repair.
-
-    Call it holding the lake lock (``lake_lock``), before anything reads or writes the lake."""
-    from spanrl.ingest.compact import finish_compaction
-    from spanrl.ingest.prune import finish_prune
-
-    if not lake.is_dir():
-        return []
-    return finish_compaction(lake) + finish_prune(lake)
