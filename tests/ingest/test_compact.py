@@ -121,12 +121,17 @@ def test_kill_at_every_step_loses_nothing_and_a_rerun_completes(data: Path, poin
         assert "finished an interrupted compaction" in summary.repaired[0]
 
 
-def test_ingest_finishes_an_interrupted_compaction(data: Path) -> None:
+@pytest.mark.parametrize("reader", ["ingest", "transitions build"])
+def test_the_next_ingest_or_build_finishes_an_interrupted_compaction(data: Path, reader: str) -> None:
     before = rows(data)
     assert _crash(data, "compact_recorded").returncode == 137
     assert len(rows(data)) > len(before)  # the window: the first partition's rows are visible twice
-    s = ingest(data)  # stage 1 repairs first, then reads (no new files here)
-    assert any("finished an interrupted compaction" in w for w in s.warnings)
+    if reader == "ingest":
+        s = ingest(data)  # stage 1 repairs first, then reads (no new files here)
+        assert any("finished an interrupted compaction" in w for w in s.warnings)
+    else:
+        result = CliRunner().invoke(cli, ["transitions", "build", "--data", str(data), "--settle", "0s"])
+        assert result.exit_code == 0 and "repair: finished an interrupted compaction" in result.output, result.output
     assert rows(data) == before and len(journal(data, "_compacted.jsonl")) == 1
 
 
