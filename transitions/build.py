@@ -236,9 +236,8 @@ def _write_segments(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build
     """Into the draft build folder ``tmp``: the recomputed traces as segment ``build_id``, each older
     segment that held one of them minus those rows; the whole-lake feedback tables. Updates
     ``state['segments']`` / ``state['global']`` to what the new build references."""
-    rewritten = 0
-    if not plan.full:
-        rewritten = _rewrite_touched(con, data, tmp, build_id, state)
+    before = set(state["segments"])
+    rewritten = _rewrite_touched(con, data, tmp, build_id, state) if not plan.full else set()
     n = write_segment(con, tmp / build_id, _segment_sources(data, plan, build_id))
     if n or con.execute("SELECT count(*) FROM _trace_rollouts").fetchall()[0][0]:
         state["segments"][build_id] = f"{build_id}/{build_id}"
@@ -249,19 +248,19 @@ def _write_segments(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build
                     TO {sql_literal(tmp / '_feedback_detail.parquet')} (FORMAT parquet)""")
     state["global"] = {"feedback_rewards": f"{build_id}/feedback_rewards.parquet",
                        "_feedback_detail": f"{build_id}/_feedback_detail.parquet"}
-    plan.segments = {"written": 1, "rewritten": rewritten, "reused": len(state["segments"]) - 1 - rewritten}
+    plan.segments = {"written": 1, "rewritten": len(rewritten), "reused": len(before - rewritten)}
     _crash_point("part")
 
 
 def _rewrite_touched(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build_id: str,
-                     state: dict[str, Any]) -> int:
+                     state: dict[str, Any]) -> set[str]:
     """Older segments holding a recomputed trace or rollout, written again without those rows."""
     con.execute("""CREATE OR REPLACE TEMP TABLE _touched_rollouts AS
                    SELECT rollout_id FROM rollouts
                    UNION SELECT rollout_id FROM (SELECT rollout_id, unnest(trace_ids) AS trace_id FROM _p_rollouts)
                          SEMI JOIN _touched USING (trace_id)""")
     root = tables_dir(data)
-    rewritten = 0
+    rewritten = set()
     for seg, folder in sorted(state["segments"].items()):
         traces = root / folder / "_traces.parquet"
         rollouts = root / folder / "rollouts.parquet"
@@ -286,7 +285,7 @@ def _rewrite_touched(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, buil
             state["segments"][seg] = f"{build_id}/{seg}"
         else:
             del state["segments"][seg]
-        rewritten += 1
+        rewritten.add(seg)
     return rewritten
 
 

@@ -257,6 +257,27 @@ def snapshot_dataset(data: Path | str, ref: str = "LATEST") -> Any:
                       format="parquet")
 
 
+def register_snapshot(con: duckdb.DuckDBPyConnection, data: Path | str, ref: str, name: str) -> None:
+    """A lazy view ``name`` of a snapshot's rows as ``read_snapshot`` returns them (advantage filled
+    from the advantages table, the snapshot's own id), for readers that filter instead of loading
+    every row (the web app). Parts and advantages are registered Arrow datasets (``name``_rows,
+    ``name``_adv), so this works on a connection whose file access is off."""
+    import pyarrow.dataset as ds
+
+    folder = resolve_snapshot(data, ref)
+    manifest = read_manifest(folder)
+    con.register(f"{name}_rows", snapshot_dataset(data, ref))
+    body = f"SELECT * FROM {name}_rows"
+    if manifest.get("advantages"):
+        config = manifest.get("config") or {}
+        con.register(f"{name}_adv", ds.dataset(str(folder / manifest["advantages"]), format="parquet"))
+        body = (read_sql("snapshot/apply_advantages").replace("transition_rows", f"{name}_rows")
+                .replace("_rollout_adv", f"{name}_adv").replace("$credit", sql_literal(config.get("credit", "air")))
+                .replace("$gamma", repr(float(config.get("gamma", 0.95)))))
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * REPLACE "
+                f"({sql_literal(manifest['snapshot_id'])} AS snapshot_id) FROM ({body})")
+
+
 def read_manifest(folder: Path) -> dict[str, Any]:
     path = folder / "manifest.json"
     try:

@@ -35,6 +35,7 @@ from spanrl.transitions.snapshot import (
     latest_manifest,
     list_snapshots,
     read_manifest,
+    register_snapshot,
     resolve_snapshot,
     snapshot_dataset,
 )
@@ -161,7 +162,7 @@ class Lake:
             text = text.replace("/*order*/", order)
         with self.connection() as con:
             if snapshot is not None:
-                con.register(SNAPSHOT_VIEW, self.snapshot_dataset(snapshot))
+                register_snapshot(con, self.data, snapshot, SNAPSHOT_VIEW)
             if search is not None:
                 con.register(SEARCH_VIEW, search)
             try:
