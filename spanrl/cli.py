@@ -26,6 +26,7 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 # command name -> "module:attribute", imported on first use (``spanrl --help`` imports them all)
 COMMANDS = {
     "collector": "spanrl.collector.cli:collector",
+    "lake": "spanrl.ingest.lake_cli:lake",
     "transitions": "spanrl.transitions.cli:transitions",
     "sql": "spanrl.query.cli:sql",
     "train": "spanrl.trainer.cli:train",
@@ -95,10 +96,20 @@ def ingest(data: Path, settle: str | None, **flags) -> None:
 
     with lake_lock(cfg.data / "lake"):  # both stages, so no other writer slips in between them
         load_lake_with_progress(cfg)
+        if cfg.keep_days is not None:  # before stage 2: the snapshot is built from the pruned lake
+            from spanrl.ingest.housekeeping import prune_lake
+            from spanrl.ingest.lake_cli import print_prune
+
+            print_prune(prune_lake(cfg.data, cfg.keep_days))
         if not cfg.no_transitions:
             from spanrl.transitions.build import build_transitions, print_summary
 
             print_summary(build_transitions(cfg))
+        if cfg.keep_snapshots is not None:
+            from spanrl.transitions.cli import print_snapshot_cleanup
+            from spanrl.transitions.retention import clean_snapshots
+
+            print_snapshot_cleanup(clean_snapshots(cfg.data, cfg.keep_snapshots))
 
 
 cli.add_command(ingest)
