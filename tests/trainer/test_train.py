@@ -407,3 +407,28 @@ def test_cleanup_after_real_cycles_keeps_what_new_only_needs(model_dir: Path, to
     assert trained_rollout_ids(tmp_path, root, read_latest(root)) == {r["rollout_id"] for r in old + new}
     assert CliRunner().invoke(cli, ["train", "--data", str(tmp_path), "--model", str(model_dir),
                                     "--keep-adapters", "0"]).exit_code == 2
+
+
+def test_new_only_on_incrementally_built_snapshots(model_dir: Path, tmp_path: Path) -> None:
+    """Two nights through the real stage 1 and the incremental stage 2: --new-only trains exactly the
+    second night's rollouts, with the advantages of the snapshot that holds both nights."""
+    from spanrl.transitions.snapshot import read_snapshot
+    from tests.transitions.test_incremental import Agent, _ingest
+
+    agent = Agent([tmp_path])
+    agent.write(0, [s for n in "ab" for s in agent.rollout(n, 0, float(n == "a"), "t1")])
+    _ingest(tmp_path)
+    train(_cfg(model_dir, tmp_path, lr=1e-3), progress=False)
+    agent.write(1, [s for n in "cd" for s in agent.rollout(n, 1, float(n == "c"), "t1")])
+    manifest = _ingest(tmp_path)
+    assert manifest["stats"]["stage2"]["mode"] == "incremental"
+    second = train(_cfg(model_dir, tmp_path, lr=1e-3, new_only=True), progress=False)
+    state = _state(second.folder)
+    rows, _ = read_snapshot(tmp_path)
+    new = [r for r in rows.to_pylist() if r["rollout_id"] in ("c", "d")]
+    assert state["transitions"] == len(new) and state["already_trained_rows"] == rows.num_rows - len(new)
+    assert state["rollouts"] == 2 and state["snapshot_content_hash"] == manifest["content_hash"]
+    # task t1 now has four rollouts (rewards 1, 0, 1, 0): the new rows carry the group advantage over
+    # all of them, (R - 0.5) / std = +-0.866, plus their own AIR credit (air credit)
+    for r in new:
+        assert r["advantage"] - r["step_reward"] == pytest.approx(0.866025 if r["final_reward"] else -0.866025, abs=1e-5)
