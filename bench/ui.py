@@ -29,7 +29,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ui_lake import T0_NS, write_cycles, write_lake, write_snapshot_rows  # noqa: E402
+from ui_lake import T0_NS, write_data_root  # noqa: E402
 
 ROLLOUTS_TARGET_S, ROLLOUT_TARGET_S, RSS_TARGET_MB = 1.0, 0.5, 1024
 
@@ -45,6 +45,14 @@ def _rss_mb(pid: int) -> tuple[float, float]:
     status = Path(f"/proc/{pid}/status").read_text()
     kb = {k: int(v.split()[0]) for k, v in re.findall(r"^(VmRSS|VmHWM):\s+(.+)$", status, re.MULTILINE)}
     return kb.get("VmRSS", 0) / 1024, kb.get("VmHWM", 0) / 1024
+
+
+def _size_mb(data: Path) -> dict[str, float]:
+    """On-disk MB of the lake and of the stage-2 tables."""
+    def du(folder: Path) -> float:
+        return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
+
+    return {"lake": du(data / "lake"), "tables": du(data / "transitions" / "_tables")}
 
 
 def _server_ms(url: str) -> tuple[float, int]:
@@ -97,12 +105,11 @@ def main() -> None:
     root = args.dir or Path(tempfile.mkdtemp(prefix="spanrl-bench-ui-"))
     data = root / f"data-{args.rollouts}"
     t = time.perf_counter()
-    if not (data / "transitions" / "LATEST").is_file():
-        spans = write_lake(data, args.rollouts)
-        snapshot_id = write_snapshot_rows(data, args.rollouts)
-        write_cycles(data, snapshot_id)
-        print(f"lake: {args.rollouts:,} rollouts, {spans:,} spans, snapshot + 5 cycles in {time.perf_counter() - t:.0f} s")
-    snapshot_id = (data / "transitions" / "LATEST").read_text().strip()
+    spans, snapshot_id = write_data_root(data, args.rollouts)
+    size = _size_mb(data)
+    print(f"data root {data}: {args.rollouts:,} rollouts, {spans:,} spans, stage-2 tables, a snapshot and 5 "
+          f"cycles; {size['lake']:.0f} MB lake, {size['tables']:.0f} MB tables ({time.perf_counter() - t:.0f} s, "
+          "reused when already there)")
     port = _free_port()
     t = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "spanrl", "ui", "--data", str(data), "--port", str(port)],
@@ -114,7 +121,7 @@ def main() -> None:
         startup = time.perf_counter() - t
         ready_rss = _rss_mb(proc.pid)
         base = f"http://127.0.0.1:{port}"
-        print(f"server ready in {startup:.1f} s (stage-2 tables computed once), RSS {ready_rss[0]:.0f} MB "
+        print(f"server ready in {startup:.1f} s, RSS {ready_rss[0]:.0f} MB "
               f"(peak {ready_rss[1]:.0f} MB)\n")
         print(f"{'page':<34}{'server ms':>10}{'max ms':>9}{'target':>9}  ok")
         rows = []
@@ -129,13 +136,10 @@ def main() -> None:
         proc.wait(timeout=30)
     print(f"\nserver RSS now {rss:.0f} MB, peak {peak:.0f} MB (target < {RSS_TARGET_MB} MB): "
           f"{'ok' if peak < RSS_TARGET_MB else 'OVER'}")
-    print(f"startup (stage-2 tables computed in memory): {startup:.1f} s for {args.rollouts:,} rollouts")
-    print("what blocks the 1M-rollout target: the stage-2 relations are views recomputed from the spans; the "
-          "server computes them once at startup (and again when the lake changes), which takes time and "
-          "memory in proportion to the lake. Issue 11 (ingest stores rollouts/rewards/llm_calls tables) "
-          "removes that step; the page queries themselves are what the table above measures.")
+    print(f"startup: {startup:.1f} s for {args.rollouts:,} rollouts (the stage-2 tables are read as the build left them)")
     if args.json:
-        args.json.write_text(json.dumps({"rollouts": args.rollouts, "startup_s": startup, "rss_mb": rss,
+        args.json.write_text(json.dumps({"rollouts": args.rollouts, "spans": spans, "size_mb": size,
+                                         "startup_s": startup, "rss_mb": rss,
                                          "peak_rss_mb": peak, "pages": rows}, indent=2))
     if args.dir is None:
         shutil.rmtree(root, ignore_errors=True)

@@ -45,12 +45,25 @@ STAGE1_CACHED = ("llm_calls", "tool_calls")
 SNAPSHOT_VIEW = "_ui_snapshot"  # the snapshot a query filters by, registered as an Arrow dataset
 SEARCH_VIEW = "_ui_search"  # trace ids a finished text search matched
 VERSION_CHECK_S = 2.0  # how often a request may stat the data root for changes
+MEMORY_LIMIT = "512MB"  # DuckDB's share of the server's memory (issue 16: the server stays under 1 GB)
+THREADS = None  # DuckDB's default: every core
 
 
 def _stage2_cached() -> list[str]:
     from spanrl.transitions.rollouts import STAGE2_OBJECTS
 
     return [name for name, _, heavy in STAGE2_OBJECTS if heavy]
+
+
+def table_files(data: Path) -> dict[str, list[Path]]:
+    """{table: its Parquet files} of the latest stage-2 build (empty when none was built).
+
+    ``current_tables`` names one file per table today and a list of segment files once stage 2
+    builds incrementally (issue 11); callers get a list either way."""
+    from spanrl.transitions.tables import current_tables
+
+    tables, _ = current_tables(data)
+    return {name: [Path(p)] if isinstance(p, (str, Path)) else [Path(f) for f in p] for name, p in tables.items()}
 
 
 def lake_version(data: Path) -> tuple:
@@ -77,15 +90,17 @@ class Prepared:
 
 
 def prepare(data: Path) -> Prepared:
-    """The guarded connection with the stage-2 relations held in memory (module docstring)."""
+    """The guarded connection, under ``MEMORY_LIMIT``; stage-2 relations the last build did not
+    materialise are held in memory once (module docstring)."""
     version = lake_version(data)
     t0 = time.perf_counter()
-    con = connect(data)
+    con = connect(data, memory_limit=MEMORY_LIMIT, threads=THREADS)
+    materialised = set(table_files(data))
     kinds = dict(con.execute(_SQL.read("relation_kinds")).fetchall())
     cached = []
     for name in [*STAGE1_CACHED, *_stage2_cached()]:
-        if kinds.get(name) != "VIEW":
-            continue  # missing (an empty lake) or already a table
+        if kinds.get(name) != "VIEW" or name in materialised:
+            continue  # missing (an empty lake), or read from the build's Parquet as it is
         con.execute(f'CREATE TABLE main."_ui_{name}" AS SELECT * FROM "{name}"')
         con.execute(f'DROP VIEW "{name}"')
         con.execute(f'CREATE TEMP VIEW "{name}" AS SELECT * FROM main."_ui_{name}"')

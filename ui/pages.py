@@ -127,10 +127,10 @@ def rollout_view(lake: Lake, rollout_id: str, snapshot: str | None = None) -> di
     if not found:
         raise NotFound(f"no rollout {rollout_id!r} in this lake (rollouts view); it may not be ingested yet")
     ro = found[0]
-    traces = list(ro["trace_ids"] or [])
-    spans = lake.rows("rollout_spans", {"trace_ids": traces, "limit": MAX_SPANS})
-    calls = {c["span_id"]: c for c in lake.rows("rollout_calls", {"trace_ids": traces})}
-    tools = {t["span_id"]: t for t in lake.rows("rollout_tools", {"trace_ids": traces}) if t["span_id"]}
+    where = {"trace_ids": list(ro["trace_ids"] or []), "started_ns": ro["started_ns"], "ended_ns": ro["ended_ns"]}
+    spans = lake.rows("rollout_spans", {**where, "limit": MAX_SPANS})
+    calls = {c["span_id"]: c for c in lake.rows("rollout_calls", where)}
+    tools = {t["span_id"]: t for t in lake.rows("rollout_tools", where) if t["span_id"]}
     rewards = lake.rows("rollout_rewards", {"rollout_id": rollout_id})
     sid = snapshot or lake.snapshot_of_rollout(rollout_id)
     steps = {s["span_id"]: s for s in lake.rows("rollout_steps", {"rollout_id": rollout_id}, snapshot=sid)} if sid else {}
