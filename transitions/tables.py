@@ -22,8 +22,14 @@ from spanrl.publish import draft_folder, publish, read_pointer
 from spanrl.sqlfiles import sql_literal
 from spanrl.transitions.snapshot import transitions_dir
 
-TABLES = ("llm_calls", "tool_calls", "rewards", "rollouts", "coverage")
+TABLES = ("llm_calls", "tool_calls", "rewards", "rollouts", "coverage", "rollout_summary")
 STATE = "state.json"
+# How readers find rows (spanrl ui, bench/ui.py): one rollout's rows by key or by its time span, so
+# each table is written in that order and in the lake's small row groups; a lookup then reads the
+# one row group (20480 rows) whose min/max statistics hold the key, not the whole table.
+ORDER = {"llm_calls": "start_ns, span_id", "tool_calls": "start_ns, span_id", "rewards": "rollout_id, ts_ns",
+         "rollouts": "rollout_id", "rollout_summary": "started_ns, rollout_id"}
+PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 20480"
 
 
 def tables_dir(data: Path | str) -> Path:
@@ -50,8 +56,9 @@ def write_tables(con: duckdb.DuckDBPyConnection, data: Path | str, build_id: str
         written = []
         for name in TABLES:
             if name in have:
-                con.execute(f"COPY (SELECT * FROM {name}) TO {sql_literal(tmp / f'{name}.parquet')} "
-                            "(FORMAT parquet, COMPRESSION zstd)")
+                order = f" ORDER BY {ORDER[name]}" if name in ORDER else ""
+                con.execute(f"COPY (SELECT * FROM {name}{order}) TO {sql_literal(tmp / f'{name}.parquet')} "
+                            f"({PARQUET_OPTIONS})")
                 written.append(name)
         state = {"build_id": build_id, "tables": written, "config": config, **lake_state(data)}
         (tmp / STATE).write_text(json.dumps(state, indent=1, sort_keys=True, default=str))
