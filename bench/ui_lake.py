@@ -12,9 +12,9 @@ writes it straight from ``range()``:
   spans (every 7th rollout's first tool fails: an AIR ``tool_error`` hit) and a ``spanrl.reward``
   span with the task id: 6-7 spans per rollout;
 - the stage-2 tables the build materialises (``rollouts``, ``llm_calls``, ``tool_calls``,
-  ``rewards``), computed from the same formulas and published with ``spanrl.transitions.tables``'
-  ``write_tables`` (``tests/ui/test_bench_lake.py`` checks they equal what the real stage-2 build
-  computes from the generated spans);
+  ``rewards``), computed from the same formulas, and the UI's ``rollout_summary`` over them,
+  published with ``spanrl.transitions.tables``' ``write_tables`` (``tests/ui/test_bench_lake.py``
+  checks they equal what the real stage-2 build computes from the generated spans);
 - a snapshot over every rollout through ``spanrl.transitions``' writer, and a cycle log through
   ``spanrl.trainer.adapter``.
 
@@ -102,7 +102,7 @@ ROLLOUTS_SQL = ROLLOUT_CTE + """
 SELECT 'r' || n AS rollout_id, task AS task_id, [trace_id] AS trace_ids, [agent] AS agent_names,
        3::BIGINT AS n_llm_calls, (1 + n % 2)::BIGINT AS n_tool_calls, tool_fails::BIGINT AS n_errors,
        reward::DOUBLE AS final_reward, t0 AS started_ns, t0 + 9000000000 AS ended_ns, true AS complete
-FROM r ORDER BY n
+FROM r
 """
 
 LLM_CALLS_SQL = ROLLOUT_CTE + f"""
@@ -116,7 +116,6 @@ SELECT trace_id, {_span_id('k')} AS span_id, {_span_id(0)} AS parent_span_id,
        NULL::INTEGER[] AS prompt_token_ids, NULL::INTEGER[] AS response_token_ids, NULL::FLOAT[] AS response_logprobs,
        0.7::DOUBLE AS temperature, 'chatcmpl-' || n || '-' || k AS response_id, 'UNSET' AS status_code
 FROM r, range(1, 4) s(k)
-ORDER BY start_ns, span_id
 """
 
 TOOL_CALLS_SQL = ROLLOUT_CTE + f"""
@@ -127,7 +126,6 @@ SELECT trace_id, {_span_id('k')} AS span_id, {_span_id(3)} AS llm_span_id,
        {START} AS start_ns, {END} AS end_ns, NULL::VARCHAR AS tool_call_id
 FROM r, range(4, 6) s(k)
 WHERE k = 4 OR n % 2 = 1
-ORDER BY start_ns, span_id
 """
 
 REWARDS_SQL = ROLLOUT_CTE + f"""
@@ -137,7 +135,6 @@ FROM r
 UNION ALL
 SELECT trace_id, {_span_id(4)}, 'r' || n, 'tool_error', -0.2::DOUBLE, 'air', t0 + 6400000000, {_span_id(3)}, false
 FROM r WHERE tool_fails
-ORDER BY rollout_id, source, span_id
 """
 
 TABLE_SQL = {"rollouts": ROLLOUTS_SQL, "llm_calls": LLM_CALLS_SQL, "tool_calls": TOOL_CALLS_SQL,
@@ -197,11 +194,12 @@ def write_lake(data: Path, rollouts: int, threads: int = 2) -> int:
 
 def write_stage2_tables(data: Path, rollouts: int, threads: int = 2) -> Path:
     """The stage-2 tables a nightly ingest leaves (``transitions/_tables/<build>/``), published by
-    ``write_tables``; kept when a build is already there. Each table is written in one pass, in the
-    order of its ``ORDER BY`` (what the UI's lookups prune row groups by)."""
+    ``write_tables`` (which writes each in the order the UI's lookups prune row groups by), with the
+    ``rollout_summary`` a build adds for the UI; kept when a build is already there."""
     from spanrl.publish import read_pointer
     from spanrl.transitions.snapshot import new_snapshot_id
     from spanrl.transitions.tables import tables_dir, write_tables
+    from spanrl.ui.data import create_rollout_summary
 
     build = read_pointer(tables_dir(data))
     if build is not None:
@@ -210,6 +208,7 @@ def write_stage2_tables(data: Path, rollouts: int, threads: int = 2) -> Path:
     params = _params(0, rollouts, rollouts)
     for name, sql in TABLE_SQL.items():  # views: COPY streams them, nothing is held in memory
         con.execute(f"CREATE VIEW {name} AS {_inline(sql, params)}")
+    create_rollout_summary(con, "VIEW")
     return write_tables(con, data, new_snapshot_id(), {"generated_by": "bench/ui_lake.py", "rollouts": rollouts})
 
 
@@ -221,24 +220,49 @@ def _inline(sql: str, params: dict) -> str:
     return sql
 
 
-def write_snapshot_rows(data: Path, rollouts: int) -> str:
-    """One snapshot over every rollout, through the transitions writer; returns its id (LATEST's when
+def write_snapshot_rows(data: Path, rollouts: int, threads: int = 2) -> str:
+    """One snapshot over every rollout through the transitions writer, its rows in (rollout_id, step)
+    order and ``ROWS_PER_PART`` to a part as the builder writes them; returns its id (LATEST's when
     one is already there)."""
+    import pyarrow as pa
+
     from spanrl.transitions import open_snapshot
+    from spanrl.transitions.build import ROWS_PER_PART
     from spanrl.transitions.snapshot import latest_manifest
 
     latest = latest_manifest(data)
     if latest is not None:
         return latest["snapshot_id"]
-    con = duckdb.connect()
+    con = _connection(data, threads)
+    params = {"lo": 0, "hi": rollouts, "tasks": N_TASKS}
+    reader = con.sql(f"SELECT NULL AS snapshot_id, * FROM ({SNAPSHOT_SQL}) ORDER BY rollout_id, step",
+                     params=params).to_arrow_reader(ROWS_PER_PART)
     with open_snapshot(data) as draft:
-        for i, lo in enumerate(range(0, rollouts, CHUNK)):
-            params = {"lo": lo, "hi": min(rollouts, lo + CHUNK), "tasks": N_TASKS}
-            table = con.sql(f"SELECT NULL AS snapshot_id, * FROM ({SNAPSHOT_SQL})", params=params).to_arrow_table()
-            draft.write_part(table.set_column(0, "snapshot_id", _const(draft.snapshot_id, table.num_rows)), i)
+        sid = None
+        for i, batch in enumerate(_rechunk(reader, ROWS_PER_PART)):
+            if sid is None or len(sid) != batch.num_rows:
+                sid = pa.array([draft.snapshot_id] * batch.num_rows, pa.string())
+            draft.write_part(batch.set_column(0, "snapshot_id", sid), i)
         draft.commit({"air_rules": [{"name": "tool_error", "when": "is_tool AND is_error", "value": -0.2}]},
                      ["traces-bench.jsonl"], {"rollouts": rollouts})
         return draft.snapshot_id
+
+
+def _rechunk(reader, rows: int):
+    """Tables of exactly ``rows`` rows (the last one shorter) from a record batch reader."""
+    import pyarrow as pa
+
+    pending, n = [], 0
+    for batch in reader:
+        pending.append(batch)
+        n += batch.num_rows
+        while n >= rows:
+            table = pa.Table.from_batches(pending, schema=reader.schema)
+            yield table.slice(0, rows)
+            rest = table.slice(rows)
+            pending, n = rest.to_batches(), rest.num_rows
+    if n:
+        yield pa.Table.from_batches(pending, schema=reader.schema)
 
 
 def write_cycles(data: Path, snapshot_id: str, cycles: int = 5) -> None:
@@ -262,9 +286,3 @@ def write_data_root(data: Path, rollouts: int, threads: int = 2) -> tuple[int, s
     snapshot_id = write_snapshot_rows(data, rollouts)
     write_cycles(data, snapshot_id)
     return spans, snapshot_id
-
-
-def _const(value: str, n: int):
-    import pyarrow as pa
-
-    return pa.array([value] * n, pa.string())

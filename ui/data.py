@@ -2,16 +2,18 @@
 
 The pages never open a file or a connection themselves; they call ``Lake``. All SQL runs on the same
 read-only connection ``spanrl sql`` uses (``spanrl.query.connect``: nothing outside the data root is
-reachable, the configuration is locked) and lives in ``ui/sql/*.sql``.
+reachable, the configuration is locked, DuckDB's memory bounded by ``MEMORY_LIMIT``) and lives in
+``ui/sql/*.sql``.
 
-Interim, until the incremental ingest stores the stage-2 tables (issue 11): on this DuckDB the
-stage-2 views (``rollouts``, ``rewards`` ...) are bound again on every query, and binding their nested
-SQL costs 30-40 s even on a 100-rollout lake. So once per lake version ``Lake`` copies the relations
-the snapshot builder materialises (``llm_calls``, ``tool_calls`` and the heavy stage-2 objects, in
-dependency order) into in-memory tables of the connection and points the view names at them: the
-same step-by-step plan the builder runs, a few seconds on small lakes, after which a page query
-takes milliseconds. Names that are already tables (the materialised lake of issue 11) are left
-alone, so this step becomes a no-op by itself; nothing is ever written to the data root.
+What scales to a million rollouts (``bench/ui.py``): the stage-2 tables the nightly build
+materialises are read as it left them (lazy Arrow datasets; a rollout's rows are found by key or by
+its time span, which skips every other row group), and the list pages read ``rollout_summary``, one
+narrow row per rollout with its AIR hits and failed tools, which the build writes next to them
+(``create_rollout_summary``). Once per lake version ``prepare`` copies that summary (~100 B a
+rollout) into DuckDB's memory, where a filter, a count and a sort over all rollouts take
+milliseconds, and the rollout ids of the newest snapshots, which the snapshot and cycle filters join.
+A lake whose build wrote no tables (or no summary) gets the same relations as views, computed once
+into memory (small lakes only). Nothing is ever written to the data root.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +45,13 @@ _SQL = SqlFiles("spanrl.ui")
 # Relations copied into memory once per lake version, in dependency order (see the module docstring).
 STAGE1_CACHED = ("llm_calls", "tool_calls")
 SNAPSHOT_VIEW = "_ui_snapshot"  # the snapshot a query filters by, registered as an Arrow dataset
-SEARCH_VIEW = "_ui_search"  # trace ids a finished text search matched
+SUMMARY = "rollout_summary"  # one row per rollout for the list pages (ui/sql/rollout_summary.sql)
+HELD = "_ui_rollouts"  # its page columns, held in DuckDB's memory (ui/sql/held_summary.sql)
+WARM_SNAPSHOTS = 2  # snapshots whose rollout ids prepare reads ahead: LATEST's and the last cycle's
+NO_ROLLOUTS = "_ui_no_rollouts"  # an empty rollout_id table: the /*search*/ slot unused
+SEARCH_HITS = "_ui_search_hits"  # the rollouts a finished text search matched (/*search*/)
+MEMBER_SETS = 8  # snapshots marked in the held rollouts at once (the bits of a UTINYINT)
+SEARCH_VIEW = "_ui_search"  # trace ids a finished text search matched, registered while mapped to rollouts
 VERSION_CHECK_S = 2.0  # how often a request may stat the data root for changes
 MEMORY_LIMIT = "512MB"  # DuckDB's share of the server's memory (issue 16: the server stays under 1 GB)
 THREADS = None  # DuckDB's default: every core
@@ -69,8 +77,9 @@ def table_files(data: Path) -> dict[str, list[Path]]:
 def lake_version(data: Path) -> tuple:
     """What changes when new data lands: the lake manifest, LATEST snapshot, feedback and config."""
     stamps = []
-    for path in (data / "lake" / "_files.parquet", data / "transitions" / "LATEST", data / "feedback",
-                 data / "spanrl.toml", data / "adapters" / "cycles.jsonl"):
+    for path in (data / "lake" / "_files.parquet", data / "transitions" / "LATEST",
+                 data / "transitions" / "_tables" / "LATEST", data / "feedback", data / "spanrl.toml",
+                 data / "adapters" / "cycles.jsonl"):
         try:
             st = path.stat()
             stamps.append((st.st_mtime_ns, st.st_size))
@@ -79,14 +88,28 @@ def lake_version(data: Path) -> tuple:
     return tuple(stamps)
 
 
+def create_rollout_summary(con: duckdb.DuckDBPyConnection, kind: str = "TABLE") -> None:
+    """``rollout_summary`` (``ui/sql/rollout_summary.sql``) on a connection that has the stage-2
+    relations: a TABLE for a build to write next to them (``transitions/tables.py`` lists it), or a
+    TEMP VIEW where the build did not (older builds)."""
+    from spanrl.transitions.sqlfiles import read_sql as read_stage2_sql
+
+    con.execute(read_stage2_sql("rollouts/macros"))  # spanrl_is_error
+    temp = "TEMP " if kind == "VIEW" else ""
+    con.execute(f"CREATE OR REPLACE {temp}{kind} {SUMMARY} AS {_SQL.read(SUMMARY)}")
+
+
 @dataclass
 class Prepared:
-    """One warmed connection and how long warming took (the bench reports it)."""
+    """One warmed connection and how long warming took (the bench reports it), with what it holds
+    for the lifetime of one lake version: the filter choices and the rollout ids of snapshots."""
 
     con: duckdb.DuckDBPyConnection
     version: tuple
     warm_s: float
     cached: list[str] = field(default_factory=list)
+    choices: list[dict[str, Any]] | None = None
+    members: dict[str, int] = field(default_factory=dict)  # snapshot id -> its bit, least recently used first
 
 
 def prepare(data: Path) -> Prepared:
@@ -105,8 +128,60 @@ def prepare(data: Path) -> Prepared:
         con.execute(f'DROP VIEW "{name}"')
         con.execute(f'CREATE TEMP VIEW "{name}" AS SELECT * FROM main."_ui_{name}"')
         cached.append(name)
+    if SUMMARY not in materialised:
+        create_rollout_summary(con, "VIEW")
+    _hold_summary(con)
+    con.execute(f"CREATE TEMP TABLE {NO_ROLLOUTS} (rollout_id VARCHAR)")
     _register_empty(con)
-    return Prepared(con, version, time.perf_counter() - t0, cached)
+    prepared = Prepared(con, version, 0.0, cached)
+    warm = [latest_manifest(data), *reversed(read_cycles(adapters_dir(data)))]
+    for sid in dict.fromkeys(m.get("snapshot_id") for m in warm if m and m.get("snapshot_id")):
+        if len(prepared.members) >= WARM_SNAPSHOTS:
+            break
+        with suppress(InputError):  # a cycle of a snapshot deleted since: nothing to warm
+            snapshot_bit(prepared, data, sid)
+    prepared.warm_s = time.perf_counter() - t0
+    return prepared
+
+
+def _hold_summary(con: duckdb.DuckDBPyConnection) -> None:
+    """``HELD`` = the summary's page columns in DuckDB's memory, in compact types (~120 B a rollout
+    with short ids: 1M rollouts ~ 120 MB of ``MEMORY_LIMIT``)."""
+    con.execute(f"CREATE TEMP TABLE {HELD} AS {_SQL.read('held_summary')}")
+
+
+def snapshot_bit(prepared: Prepared, data: Path, snapshot_id: str) -> int:
+    """The bit of ``HELD``'s ``snapshots`` column that marks the rollouts of ``snapshot_id``: set on
+    first use (one scan of the snapshot's rollout ids) and kept for the lake version, so a filter by
+    the snapshot is a scan of one small column, not a join of a million ids. ``MEMBER_SETS``
+    snapshots hold a bit at once; the least recently used one gives its bit up."""
+    held, con = prepared.members, prepared.con
+    if snapshot_id in held:
+        held[snapshot_id] = held.pop(snapshot_id)  # most recently used last
+        return held[snapshot_id]
+    free = [1 << i for i in range(MEMBER_SETS) if 1 << i not in held.values()]
+    if not free:
+        oldest = next(iter(held))
+        free = [held.pop(oldest)]
+        con.execute(f"UPDATE {HELD} SET snapshots = snapshots & ~$bit::UTINYINT WHERE snapshots & $bit <> 0",
+                    {"bit": free[0]})
+    con.register(SNAPSHOT_VIEW, snapshot_dataset(data, snapshot_id))
+    try:
+        con.execute(_SQL.read("mark_snapshot").replace("/*held*/", HELD), {"bit": free[0]})
+    finally:
+        _register_empty(con)
+    held[snapshot_id] = free[0]
+    return free[0]
+
+
+def _search_table(con: duckdb.DuckDBPyConnection, trace_ids: pa.Table) -> str:
+    """``SEARCH_HITS``: the rollouts of the trace ids a text search matched."""
+    con.register(SEARCH_VIEW, trace_ids)
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {SEARCH_HITS} AS {_SQL.read('search_rollouts')}")
+    finally:
+        _register_empty(con)
+    return SEARCH_HITS
 
 
 def _register_empty(con: duckdb.DuckDBPyConnection) -> None:
@@ -127,6 +202,7 @@ class Lake:
         self.query_timeout_s = query_timeout_s
         self._lock = threading.Lock()
         self._rebuild = threading.Lock()
+        self._air_hits: dict[str | None, int | None] = {}
         self._prepared = prepare(self.data)
         self._checked = time.monotonic()
 
@@ -167,18 +243,23 @@ class Lake:
                 timer.cancel()
 
     def rows(self, name: str, params: dict[str, Any] | None = None, order: str | None = None,
-             snapshot: str | None = None, search: pa.Table | None = None) -> list[dict[str, Any]]:
+             snapshot: str | None = None, search: pa.Table | None = None,
+             members: str | None = None) -> list[dict[str, Any]]:
         """Run ``ui/sql/<name>.sql`` with bound ``params``; ``order`` fills its ``/*order*/`` slot (a
-        whitelisted ORDER BY from the page, never user text); ``snapshot``/``search`` register the
-        relations the SQL filters by."""
+        whitelisted ORDER BY from the page, never user text); ``snapshot`` registers the snapshot the
+        SQL reads; ``members`` (a snapshot id) binds ``$snapshot_bit``, its bit in the held rollouts'
+        ``snapshots`` column (``snapshot_bit``); ``search`` (matched trace ids) fills the
+        ``/*search*/`` slot with a table of their rollouts (an empty table when unused, so a query
+        without that filter never scans for it)."""
         text = _SQL.read(name)
         if order is not None:
             text = text.replace("/*order*/", order)
         with self.connection() as con:
+            if members is not None:
+                params = {**(params or {}), "snapshot_bit": snapshot_bit(self._prepared, self.data, members)}
+            text = text.replace("/*search*/", _search_table(con, search) if search is not None else NO_ROLLOUTS)
             if snapshot is not None:
                 con.register(SNAPSHOT_VIEW, self.snapshot_dataset(snapshot))
-            if search is not None:
-                con.register(SEARCH_VIEW, search)
             try:
                 rel = con.execute(text, params or {})
                 cols = [d[0] for d in rel.description]
@@ -188,8 +269,15 @@ class Lake:
             except duckdb.Error as exc:
                 raise InputError(f"ui/sql/{name}.sql failed: {exc}") from None
             finally:
-                if snapshot is not None or search is not None:
+                if snapshot is not None:
                     _register_empty(con)
+
+    def choices(self) -> list[dict[str, Any]]:
+        """The Rollouts filter's tasks and agents, computed once per lake version."""
+        prepared = self._prepared
+        if prepared.choices is None:
+            prepared.choices = self.rows("filter_choices")
+        return prepared.choices
 
     def user_query(self, sql: str, limit: int) -> tuple[list[str], list[tuple], int]:
         """The SQL page: read-only statements (``spanrl sql``'s check), first ``limit`` rows shown."""
@@ -243,4 +331,12 @@ class Lake:
         """Reward per cycle merged with the demo's held-out files (``spanrl report``'s reader)."""
         from spanrl.demo.report import load_history
 
-        return load_history(self.data)
+        return load_history(self.data, self.snapshot_air_hits)
+
+    def snapshot_air_hits(self, snapshot_id: str | None) -> int | None:
+        """A snapshot's transitions with an AIR reward, counted once (snapshots never change)."""
+        from spanrl.demo.report import air_hits
+
+        if snapshot_id not in self._air_hits:
+            self._air_hits[snapshot_id] = air_hits(self.data, snapshot_id)
+        return self._air_hits[snapshot_id]

@@ -51,3 +51,22 @@ def test_generated_table_equals_the_build(both: tuple[dict, dict], name: str) ->
         assert extra == [], f"{name}: rows only in one of them, e.g. {extra[:2]}"
     n = con.execute("SELECT count(*) FROM read_parquet($a)", {"a": [str(p) for p in built]}).fetchall()[0][0]
     assert n >= ROLLOUTS
+
+
+def test_rollout_summary_counts_air_hits_and_failed_tools(both: tuple[dict, dict]) -> None:
+    """The summary a build writes for the UI, over the real build's tables: every 7th rollout's
+    failing tool is one AIR hit and one failed tool run; the generated lake's summary is the same."""
+    from spanrl.ui.data import create_rollout_summary
+
+    built, generated = both
+    con = duckdb.connect()
+    for name, files in built.items():
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({[str(p) for p in files]!r})")
+    create_rollout_summary(con)
+    rows = con.execute("SELECT rollout_id, air_hits, n_tool_errors, n_tool_calls FROM rollout_summary").fetchall()
+    assert len(rows) == ROLLOUTS
+    for rollout_id, air_hits, tool_errors, tool_calls in rows:
+        n = int(rollout_id[1:])
+        assert (air_hits, tool_errors, tool_calls) == (int(n % 7 == 3), int(n % 7 == 3), 1 + n % 2), rollout_id
+    same = "SELECT * FROM rollout_summary EXCEPT ALL SELECT * FROM read_parquet($files)"
+    assert con.execute(same, {"files": [str(p) for p in generated["rollout_summary"]]}).fetchall() == []
