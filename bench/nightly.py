@@ -25,6 +25,9 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from spanrl.transitions.snapshot import latest_manifest  # noqa: E402
+
 _spec = importlib.util.spec_from_file_location("bench_ingest", HERE / "ingest.py")
 bench_ingest = importlib.util.module_from_spec(_spec)
 assert _spec.loader is not None
@@ -53,9 +56,11 @@ def run_night(root: Path, night: int, rollouts: int, memory_limit: str) -> dict:
     full = bench_ingest.measure([sys.executable, "-m", "spanrl", "ingest", "--data", str(data), "--settle", "0s",
                                  "--memory-limit", memory_limit])
     (tmp / f"bare-{night}.parquet").unlink(missing_ok=True)
+    stage2 = (latest_manifest(data) or {}).get("stats", {}).get("stage2", {})
     return {"night": night + 1, "spans": rollouts * SPANS_PER_ROLLOUT, "mb": sum(p.stat().st_size for p in files) / 1e6,
             "baseline_s": base["seconds"], "baseline_rss_mb": base["rss_mb"],
-            "spanrl_s": full["seconds"], "spanrl_rss_mb": full["rss_mb"], "ratio": base["seconds"] / full["seconds"]}
+            "spanrl_s": full["seconds"], "spanrl_rss_mb": full["rss_mb"], "ratio": base["seconds"] / full["seconds"],
+            "stage2": stage2.get("mode"), "traces_recomputed": stage2.get("traces_recomputed")}
 
 
 def slope(xs: list[float], ys: list[float]) -> float:
@@ -65,10 +70,10 @@ def slope(xs: list[float], ys: list[float]) -> float:
 
 
 def report(rows: list[dict]) -> None:
-    print(f"\n{'night':>5}{'spans':>9}{'MB':>7}{'bare s':>8}{'spanrl s':>10}{'ratio':>7}{'RSS MB':>8}")
+    print(f"\n{'night':>5}{'spans':>9}{'MB':>7}{'bare s':>8}{'spanrl s':>10}{'ratio':>7}{'RSS MB':>8}  stage 2")
     for r in rows:
         print(f"{r['night']:>5}{r['spans']:>9,}{r['mb']:>7.0f}{r['baseline_s']:>8.2f}{r['spanrl_s']:>10.2f}"
-              f"{r['ratio']:>7.2f}{r['spanrl_rss_mb']:>8.0f}")
+              f"{r['ratio']:>7.2f}{r['spanrl_rss_mb']:>8.0f}  {r.get('stage2')} ({r.get('traces_recomputed')} traces)")
     if len(rows) < 2:
         return
     first, last = rows[0], rows[-1]

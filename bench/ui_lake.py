@@ -12,9 +12,9 @@ writes it straight from ``range()``:
   spans (every 7th rollout's first tool fails: an AIR ``tool_error`` hit) and a ``spanrl.reward``
   span with the task id: 6-7 spans per rollout;
 - the stage-2 tables the build materialises (``rollouts``, ``llm_calls``, ``tool_calls``,
-  ``rewards``), computed from the same formulas, and the UI's ``rollout_summary`` over them,
-  published with ``spanrl.transitions.tables``' ``write_tables`` (``tests/ui/test_bench_lake.py``
-  checks they equal what the real stage-2 build computes from the generated spans);
+  ``rewards``), computed from the same formulas and published with ``spanrl.transitions.tables``'
+  ``write_tables`` (``tests/ui/test_bench_lake.py`` checks they equal what the real stage-2 build
+  computes from the generated spans);
 - a snapshot over every rollout through ``spanrl.transitions``' writer, and a cycle log through
   ``spanrl.trainer.adapter``.
 
@@ -194,12 +194,11 @@ def write_lake(data: Path, rollouts: int, threads: int = 2) -> int:
 
 def write_stage2_tables(data: Path, rollouts: int, threads: int = 2) -> Path:
     """The stage-2 tables a nightly ingest leaves (``transitions/_tables/<build>/``), published by
-    ``write_tables`` (which writes each in the order the UI's lookups prune row groups by), with the
-    ``rollout_summary`` a build adds for the UI; kept when a build is already there."""
+    ``write_tables`` (which writes each in the order the UI's lookups prune row groups by); kept
+    when a build is already there."""
     from spanrl.publish import read_pointer
     from spanrl.transitions.snapshot import new_snapshot_id
     from spanrl.transitions.tables import tables_dir, write_tables
-    from spanrl.ui.data import create_rollout_summary
 
     build = read_pointer(tables_dir(data))
     if build is not None:
@@ -208,7 +207,6 @@ def write_stage2_tables(data: Path, rollouts: int, threads: int = 2) -> Path:
     params = _params(0, rollouts, rollouts)
     for name, sql in TABLE_SQL.items():  # views: COPY streams them, nothing is held in memory
         con.execute(f"CREATE VIEW {name} AS {_inline(sql, params)}")
-    create_rollout_summary(con, "VIEW")
     return write_tables(con, data, new_snapshot_id(), {"generated_by": "bench/ui_lake.py", "rollouts": rollouts})
 
 

@@ -25,6 +25,8 @@ class IngestConfig:
     data: Path = field(default=Path("spanrl-data"), metadata={"help": "Data root."})
     input: str | None = field(default=None, metadata={"help": "Glob of span files (default: <data>/otel/*)."})
     no_transitions: bool = field(default=False, metadata={"help": "Stop after the lake (stage 1)."})
+    rebuild: bool = field(default=False, metadata={
+        "help": "Recompute every rollout of the lake in stage 2 instead of only what changed since the last build."})
     agent: str | None = field(default=None, metadata={"help": "Regex: keep only this agent's LLM calls."})
     rollout_key: str | None = field(
         default=None, metadata={"help": "Attribute that identifies a rollout (e.g. session.id)."}

@@ -116,8 +116,16 @@ def open_guarded(data: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def parquet_dataset(path: Path) -> ds.Dataset:
-    """One Parquet file (or a folder of them) as a lazy dataset a guarded connection can register."""
+def parquet_dataset(path: Path | list[Path]) -> ds.Dataset:
+    """One Parquet file, a folder of them, or a list of files (one table stored in several segments)
+    as a lazy dataset a guarded connection can register; a list gets the union of its schemas."""
+    if isinstance(path, list):
+        import pyarrow.parquet as pq
+
+        fmt = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(arrow_extensions_enabled=True))
+        files = [str(p) for p in path]
+        schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+        return ds.dataset(files, format=fmt, schema=schema)
     return _lake_dataset(Path(path), hive=False)
 
 

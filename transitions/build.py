@@ -1,9 +1,14 @@
-"""Stage 2 of ``spanrl ingest``: trace lake -> transition snapshot (DESIGN §5).
+"""Stage 2 of ``spanrl ingest``: trace lake -> stage-2 tables -> transition snapshot (DESIGN §5).
 
-Reads like the steps it takes: open the lake -> register the rollout/reward SQL as tables ->
-transition rows -> returns and advantages -> write parts into a hidden draft -> skip if the
-content equals LATEST's -> commit (rename + atomic LATEST). Every run snapshots all complete
-rollouts, so the same lake and config always give the same rows (and the same content hash).
+Reads like the steps it takes: plan (which traces must be recomputed: all of them the first time,
+after ``--rebuild`` or when the config or the code changed; else what the night touched,
+``incremental.py``) -> restrict the lake to those traces -> register the rollout/reward SQL as
+tables -> transition rows with their returns -> write them as one new segment, rewrite the older
+segments that held a recomputed trace, reference the rest (``tables.py``) -> the snapshot: hard
+links of every segment's rows, per-rollout digests and the advantages table; skipped when its
+content equals LATEST's (``snapshot.py``). A snapshot holds every complete rollout of the lake, and
+its content hash is the one a from-scratch build of the same lake and config gives
+(docs/incremental.md).
 
 Test-only: ``SPANRL_TEST_CRASH_AT=<point>`` makes the builder ``os._exit(137)`` at a named point
 (``locked``, ``registered``, ``rows``, ``part``, ``before_commit``, ``after_commit``) so tests can show
@@ -13,35 +18,59 @@ wait there until ``<file>`` exists (a real builder holding its lock). Never set 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
-from spanrl.ingest.config import IngestConfig
+from spanrl.ingest.config import IngestConfig, load_toml
 from spanrl.ingest.load import lake_lock
 from spanrl.ingest.views import connect, lock_down, sql_literal  # stage 1 owns the lake views
-from spanrl.transitions.air import rules_as_dicts
-from spanrl.transitions.coverage import content_coverage, coverage_hint
-from spanrl.transitions.credit import EPS, advantage_stats
-from spanrl.transitions.rollouts import _create, register_stage2
+from spanrl.ingest.views import read_sql as read_lake_sql
+from spanrl.transitions.air import load_air_rules, rules_as_dicts
+from spanrl.transitions.credit import EPS, create_rollout_advantages
+from spanrl.transitions.incremental import (
+    MAX_CLOSURE_ROUNDS,
+    Plan,
+    files_of_touched,
+    fill_priors,
+    joined_older,
+    lake_clocks,
+    plan_touched,
+    register_priors,
+    restrict_lake,
+    traces_table_sql,
+)
+from spanrl.transitions.rollouts import _create, register_stage2, set_variables
 from spanrl.transitions.snapshot import (
     clean_stale_drafts,
+    content_hash_sql,
     latest_manifest,
     new_snapshot_id,
     open_snapshot,
     transitions_dir,
 )
 from spanrl.transitions.sqlfiles import read_sql
-from spanrl.transitions.tables import tables_current, tables_dir, write_tables
+from spanrl.transitions.summary import collect_stats, print_summary  # noqa: F401  (re-exported for the CLI)
+from spanrl.transitions.tables import (
+    BY_TRACE,
+    SEGMENT_TABLES,
+    STATE_FORMAT,
+    global_file,
+    inventory,
+    load_state,
+    publish_build,
+    reuse_key,
+    segment_files,
+    tables_dir,
+    write_segment,
+)
 
-ROWS_PER_PART = 50_000  # fixed, so the same rows always split into the same parts (same hash)
 CRASH_ENV = "SPANRL_TEST_CRASH_AT"
 HOLD_ENV = "SPANRL_TEST_HOLD_AT"  # "<point>:<file>": wait at <point> until <file> exists (tests only)
 
@@ -58,7 +87,8 @@ class BuildResult:
 
 
 def build_transitions(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None = None) -> BuildResult:
-    """Build a snapshot of every complete rollout in ``cfg.data``'s lake (``con``: a prepared lake).
+    """Bring the stage-2 tables and the snapshot up to date with ``cfg.data``'s lake (``con``: a
+    prepared lake, e.g. a test's hand-built tables, which is always built in full).
 
     Holds the lake's writer lock (``lake_lock``): a second builder, or a builder beside a stage-1
     ingest, is refused (exit 2) instead of reading a lake half published or racing for LATEST."""
@@ -67,32 +97,274 @@ def build_transitions(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None =
         return _build(cfg, con)
 
 
-def _build(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None) -> BuildResult:
-    clean_stale_drafts(cfg.data)  # temp folders of builders killed over an hour ago (never visible)
-    own = con is None
-    con = con if con is not None else open_lake(cfg)
+# Config keys that only say how a run goes, not which rows it makes: a change in any other key means
+# every transition may differ (a full rebuild), and the summary says so.
+OPERATIONAL_KEYS = frozenset({"data", "input", "no_transitions", "memory_limit", "threads", "config_file", "rebuild",
+                              "keep_days", "keep_snapshots"})
+
+
+def _build(cfg: IngestConfig, given: duckdb.DuckDBPyConnection | None) -> BuildResult:
+    data = Path(cfg.data)
+    clean_stale_drafts(data)  # temp folders of builders killed over an hour ago (never visible)
+    con = given if given is not None else open_lake(cfg)
     try:
-        setup = register_stage2(con, cfg, materialize=True, readable=builder_readable(cfg.data))
-        _crash_point("registered")
-        _create(con, "transition_rows", "TABLE", read_sql("snapshot/transition_base"))  # a view after a build
-        n_rows = _create_transitions(con, cfg)  # the snapshot rows, queryable on the same connection
-        _crash_point("rows")
-        stats = collect_stats(con)
-        stats["advantage"] = advantage_stats(con)
-        stats["feedback_files"] = [str(p) for p in setup.feedback_files]
-        spans_files = con.execute("SELECT DISTINCT unnest(source_files) FROM transitions").fetchall()
-        sources = sorted({f for (f,) in spans_files} | set(stats["feedback_files"]))
-        config = {**cfg.to_dict(), "air_rules": rules_as_dicts(setup.air_rules), "advantage_eps": EPS}
-        stats["config_changed"] = changed_row_config(latest_manifest(cfg.data), config)
+        rules = load_air_rules(cfg.config_file)
+        config = {**cfg.to_dict(), "air_rules": rules_as_dicts(rules), "advantage_eps": EPS}
         row_config = {k: v for k, v in config.items() if k not in OPERATIONAL_KEYS}
-        if not tables_current(cfg.data, row_config):  # what spanrl sql / spanrl ui read instead of the views
-            write_tables(con, cfg.data, new_snapshot_id(), row_config)
+        key = reuse_key(row_config, load_toml(cfg.config_file).get("conventions") if cfg.config_file else None)
+        state, inv = load_state(data), inventory(data)
+        plan, clocks = _plan(con, cfg, state, inv, key, row_config, given is not None)
+        build_id = new_snapshot_id()
+        new_state = {"format": STATE_FORMAT, "build_id": build_id, "config": row_config, "reuse_key": key,
+                     "segments": {} if plan.full else dict((state or {}).get("segments", {})),
+                     "global": {} if plan.full else dict((state or {}).get("global", {})),
+                     "lake": {f: [*v[:2], clocks.get(f)] for f, v in inv["lake"].items()},
+                     "feedback": inv["feedback"]}
+        if plan.full or plan.traces or _files_moved(state, inv):
+            _compute(con, cfg, rules, plan, clocks)
+            _crash_point("rows")
+            publish_build(build_id, data, lambda tmp: _write_segments(con, data, tmp, build_id, plan, new_state),
+                          new_state)
+        else:
+            new_state = state or new_state
+            plan.segments = {"written": 0, "rewritten": 0, "reused": len(new_state.get("segments", {}))}
+        config["stage2_build"] = new_state.get("build_id")
+        return _snapshot(cfg, new_state, config, plan)
+    finally:
+        if given is None:
+            con.close()
+
+
+def _files_moved(state: dict[str, Any] | None, inv: dict[str, Any]) -> bool:
+    """Lake or feedback files differ from the state's even though no trace needs recomputing (a
+    rewritten file with the same spans): the state must still record today's files."""
+    if not state:
+        return True
+    return any({k: list(v[:2]) for k, v in (state.get(key) or {}).items()} != inv[key] for key in ("lake", "feedback"))
+
+
+def _plan(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, state: dict[str, Any] | None, inv: dict[str, Any],
+          key: str, row_config: dict[str, Any], given: bool) -> tuple[Plan, dict[str, int]]:
+    """Full or incremental, and why; the clock of every lake span file (old ones from the state)."""
+    data = Path(cfg.data)
+    span_files = [f for f in inv["lake"] if f.startswith("lake/spans/")]
+    old = (state or {}).get("lake") or {}
+    reason = ("a prepared connection" if given else "--rebuild" if cfg.rebuild
+              else "first build" if not state else "older stage-2 layout" if state.get("stale_format")
+              else "changed: " + ", ".join(_config_diff(state.get("config") or {}, row_config, state))
+              if state.get("reuse_key") != key else "")
+    known = {f: v[2] for f, v in old.items() if len(v) > 2 and v[2] is not None and list(v[:2]) == inv["lake"].get(f)}
+    clocks = {**known, **lake_clocks(con, data, [f for f in span_files if f not in known])} if not given else {}
+    if reason:
+        return Plan(full=True, reason=reason), clocks
+    before = {f: list(v[:2]) for f, v in old.items()}
+    new_files = sorted(f for f, v in inv["lake"].items() if before.get(f) != v)
+    gone = sorted(f for f in before if inv["lake"].get(f) != before[f])
+    fb_before = {f: list(v) for f, v in (state.get("feedback") or {}).items()}
+    changed_fb = sorted({f for f, v in inv["feedback"].items() if fb_before.get(f) != v}
+                        | {f for f in fb_before if f not in inv["feedback"]})
+    register_priors(con, data, state)
+    from spanrl.transitions.feedback import load_feedback
+
+    con.execute(read_sql("rollouts/macros"))  # the feedback rows' value and time parsing
+    set_variables(con, cfg)
+    load_feedback(con, data)
+    plan = plan_touched(con, data, new_files, gone, changed_fb)
+    con.execute("SET VARIABLE spanrl_lake_now_ns = (SELECT $v::BIGINT)", {"v": max(clocks.values(), default=None)})
+    return plan, clocks
+
+
+def _config_diff(old: dict[str, Any], new: dict[str, Any], state: dict[str, Any]) -> list[str]:
+    """What differs, in words: the row-config keys, else the code (this release or its SQL)."""
+    if not state.get("reuse_key"):
+        return ["tables written by another tool (no reuse key)"]
+    keys = sorted(k for k in set(old) | set(new) if json.dumps(old.get(k), default=str) != json.dumps(new.get(k), default=str))
+    return [f"config {', '.join(keys)}"] if keys else ["the stage-2 code (spanrl release, SQL or [[conventions]])"]
+
+
+def _compute(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, rules: list, plan: Plan,
+             clocks: dict[str, int]) -> None:
+    """Stage 2 over the plan's traces (every trace when full), as temp tables on ``con``, closing
+    over rollouts a recomputed trace turns out to share with older traces."""
+    data = Path(cfg.data)
+    existing = set(clocks) | {f for f in inventory(data)["lake"]}
+    for round_ in range(1, MAX_CLOSURE_ROUNDS + 1):
+        if not plan.full:
+            fill_priors(con)
+            plan.read_files = files_of_touched(con, plan.new_files, existing)
+            restrict_lake(con, data, plan.read_files)
+            for name in ("llm_calls", "tool_calls"):  # made again from the restricted spans
+                con.execute(f"DROP TABLE IF EXISTS temp.{name}")
+        register_stage2(con, cfg, materialize=True, rules=rules, readable=builder_readable(data))
+        _crash_point("registered")
+        plan.rounds = round_
+        if plan.full or joined_older(con) == 0:
+            break
+    if plan.full:
+        plan.traces = con.execute("SELECT count(*) FROM _trace_rollouts").fetchall()[0][0]
+    else:
+        plan.traces = con.execute("SELECT count(*) FROM _touched").fetchall()[0][0]
+    _create(con, "transition_rows", "TABLE", read_sql("snapshot/transition_base"))
+    con.execute("""CREATE OR REPLACE TEMP TABLE _rollout_adv AS
+                   SELECT rollout_id, any_value(task_id) AS task_id, coalesce(any_value(final_reward), 0.0) AS r,
+                          NULL::DOUBLE AS a_r FROM transition_rows GROUP BY rollout_id""")
+    # the stored rows carry their return; the advantage is the snapshot reader's (it moves with every night)
+    con.execute("CREATE OR REPLACE TEMP TABLE transitions AS SELECT * REPLACE (NULL::DOUBLE AS advantage) FROM ("
+                + read_sql("snapshot/apply_advantages") + ")", {"credit": cfg.credit, "gamma": cfg.gamma})
+    _create(con, "transition_rows", "VIEW", "SELECT * FROM transitions")
+
+
+def _segment_sources(data: Path, plan: Plan, segment_id: str) -> dict[str, str]:
+    span_files = None if plan.full else plan.read_files
+    return {
+        "llm_calls": "SELECT * FROM llm_calls",
+        "tool_calls": "SELECT * FROM tool_calls",
+        "rewards": "SELECT * FROM rewards WHERE source <> 'feedback'",
+        "rollouts": "SELECT * FROM rollouts",
+        "coverage": read_lake_sql("coverage"),
+        "transitions": f"SELECT * REPLACE ({sql_literal(segment_id)} AS snapshot_id) FROM transitions "
+                       "ORDER BY rollout_id, step",
+        "digests": read_sql("snapshot/rollout_digests"),
+        "_traces": traces_table_sql(data, span_files, span_files),
+        "_responses": """SELECT DISTINCT response_id, trace_id, span_id, rollout_id FROM _rollout_calls
+                         WHERE response_id IS NOT NULL""",
+    }
+
+
+def _write_segments(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build_id: str, plan: Plan,
+                    state: dict[str, Any]) -> None:
+    """Into the draft build folder ``tmp``: the recomputed traces as segment ``build_id``, each older
+    segment that held one of them minus those rows; the whole-lake feedback tables. Updates
+    ``state['segments']`` / ``state['global']`` to what the new build references."""
+    before = set(state["segments"])
+    rewritten = _rewrite_touched(con, data, tmp, build_id, state) if not plan.full else set()
+    n = write_segment(con, tmp / build_id, _segment_sources(data, plan, build_id))
+    if n or con.execute("SELECT count(*) FROM _trace_rollouts").fetchall()[0][0]:
+        state["segments"][build_id] = f"{build_id}/{build_id}"
+    con.execute(f"""COPY (SELECT trace_id, span_id, rollout_id, name, value, source, ts_ns, target_span_id, is_primary
+                          FROM _feedback_rewards ORDER BY file, line)
+                    TO {sql_literal(tmp / 'feedback_rewards.parquet')} (FORMAT parquet)""")
+    con.execute(f"""COPY (SELECT file, line, rollout_id, feedback_key FROM _feedback_rewards ORDER BY file, line)
+                    TO {sql_literal(tmp / '_feedback_detail.parquet')} (FORMAT parquet)""")
+    state["global"] = {"feedback_rewards": f"{build_id}/feedback_rewards.parquet",
+                       "_feedback_detail": f"{build_id}/_feedback_detail.parquet"}
+    plan.segments = {"written": 1, "rewritten": len(rewritten), "reused": len(before - rewritten)}
+    _crash_point("part")
+
+
+def _rewrite_touched(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build_id: str,
+                     state: dict[str, Any]) -> set[str]:
+    """Older segments holding a recomputed trace or rollout, written again without those rows."""
+    con.execute("""CREATE OR REPLACE TEMP TABLE _touched_rollouts AS
+                   SELECT rollout_id FROM rollouts
+                   UNION SELECT rollout_id FROM (SELECT rollout_id, unnest(trace_ids) AS trace_id FROM _p_rollouts)
+                         SEMI JOIN _touched USING (trace_id)""")
+    root = tables_dir(data)
+    rewritten = set()
+    for seg, folder in sorted(state["segments"].items()):
+        traces = root / folder / "_traces.parquet"
+        rollouts = root / folder / "rollouts.parquet"
+        hit = con.execute(f"""SELECT (SELECT count(*) FROM read_parquet({sql_literal(str(traces))})
+                                      SEMI JOIN _touched USING (trace_id))
+                                   + (SELECT count(*) FROM read_parquet({sql_literal(str(rollouts))})
+                                      SEMI JOIN _touched_rollouts USING (rollout_id))""").fetchall()[0][0]
+        if not hit:
+            continue
+        out = tmp / seg
+        sources = {}
+        for table in SEGMENT_TABLES:
+            src = root / folder / f"{table}.parquet"
+            if src.is_file():
+                keyed = ("trace_id", "_touched") if table in BY_TRACE else ("rollout_id", "_touched_rollouts")
+                sources[table] = (f"SELECT * FROM read_parquet({sql_literal(str(src))}) "
+                                  f"ANTI JOIN {keyed[1]} USING ({keyed[0]})")
+        left = write_segment(con, out, sources)
+        left_traces = con.execute(f"SELECT count(*) FROM read_parquet({sql_literal(str(out / '_traces.parquet'))})"
+                                  ).fetchall()[0][0]
+        if left or left_traces:
+            state["segments"][seg] = f"{build_id}/{seg}"
+        else:
+            del state["segments"][seg]
+        rewritten.add(seg)
+    return rewritten
+
+
+def _snapshot(cfg: IngestConfig, state: dict[str, Any], config: dict[str, Any], plan: Plan) -> BuildResult:
+    """The snapshot of every segment's rows: unchanged when its content hash equals LATEST's."""
+    data = Path(cfg.data)
+    con = duckdb.connect()
+    try:
+        con.execute("SET enable_progress_bar = false")
+        _views(con, data, state)
+        create_rollout_advantages(con, cfg.advantage, EPS)
+        stats = collect_stats(con, plan)
+        latest = latest_manifest(data)
+        stats["config_changed"] = changed_row_config(latest, config)
+        n_rows = stats["rows"]
         if n_rows == 0:
             return BuildResult("empty", None, None, 0, stats)
-        return _write(cfg.data, con, n_rows, config, sources, stats)
+        digest = con.execute(content_hash_sql("_digests", "_rollout_adv")).fetchall()[0][0]
+        if latest and latest.get("content_hash") == digest:
+            sid = latest["snapshot_id"]
+            return BuildResult("unchanged", sid, transitions_dir(data) / sid, n_rows, stats)
+        sources = sorted({f for (f,) in con.execute("SELECT DISTINCT unnest(source_files) FROM _digests").fetchall()}
+                         | {str(p) for p in _feedback_paths(data, state)})
+        with open_snapshot(data) as draft:
+            for seg, folder in sorted(state["segments"].items()):
+                part = tables_dir(data) / folder / "transitions.parquet"
+                if part.is_file() and con.execute(f"SELECT count(*) FROM read_parquet({sql_literal(str(part))})"
+                                                  ).fetchall()[0][0]:
+                    draft.link_part(part, seg)
+            draft.write_index(con, "SELECT rollout_id, task_id, r, n_rows, digest FROM _digests",
+                              "SELECT rollout_id, task_id, r, a_r, baseline FROM _rollout_adv")
+            _crash_point("before_commit")
+            path = draft.commit(config, sources, stats, content_hash=digest)
+            _crash_point("after_commit")
+            return BuildResult("written", draft.snapshot_id, path, n_rows, stats)
     finally:
-        if own:
-            con.close()
+        con.close()
+
+
+def _views(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any]) -> None:
+    """Views over every segment (and the whole-lake feedback tables) of ``state``."""
+    empty = {"_digests": "rollout_id VARCHAR, task_id VARCHAR, r DOUBLE, n_rows BIGINT, digest VARCHAR, "
+                         "source_files VARCHAR[]"}
+    for name, table in (("rollouts", "rollouts"), ("_traces", "_traces"), ("_digests", "digests"),
+                        ("coverage", "coverage"), ("llm_calls", "llm_calls"), ("segment_rewards", "rewards")):
+        files = [str(p) for p in segment_files(data, state, table)]
+        if files:
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({sql_literal(files)}, union_by_name = true)")
+        elif name in empty:
+            con.execute(f"CREATE TABLE {name} ({empty[name]})")
+        else:
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM ({_EMPTY[name]}) WHERE false")
+    fb, detail = global_file(data, state, "feedback_rewards"), global_file(data, state, "_feedback_detail")
+    con.execute("CREATE VIEW rewards AS SELECT * FROM segment_rewards" + (
+        f" UNION ALL BY NAME SELECT * FROM read_parquet({sql_literal(str(fb))})" if fb else ""))
+    con.execute("CREATE VIEW _feedback_detail AS " + (
+        f"SELECT * FROM read_parquet({sql_literal(str(detail))})" if detail
+        else "SELECT NULL::VARCHAR AS file, NULL::BIGINT AS line, NULL::VARCHAR AS rollout_id, "
+             "NULL::VARCHAR AS feedback_key WHERE false"))
+    con.execute("CREATE VIEW _rollout_rewards AS SELECT rollout_id, task_id, r FROM _digests")
+
+
+_EMPTY = {
+    "rollouts": "SELECT NULL::VARCHAR AS rollout_id, NULL::BOOLEAN AS complete, NULL::DOUBLE AS final_reward, "
+                "NULL::BIGINT AS started_ns, NULL::BIGINT AS ended_ns",
+    "_traces": "SELECT 0 AS orphan_spans, 0 AS orphans_reattached, 0 AS agent_calls_repaired, "
+               "0 AS agent_repairs_ambiguous, 0 AS llm_calls_complete, 0 AS llm_calls_without_response",
+    "coverage": "SELECT NULL::VARCHAR AS scope_name, NULL::VARCHAR AS scope_version, NULL::BOOLEAN AS missing_input, "
+                "NULL::BOOLEAN AS missing_output, NULL::VARCHAR AS convention, []::VARCHAR[] AS attribute_keys, "
+                "[]::VARCHAR[] AS event_names",
+    "llm_calls": "SELECT NULL::VARCHAR AS trace_id",
+    "segment_rewards": "SELECT NULL::VARCHAR AS trace_id, NULL::VARCHAR AS span_id, NULL::VARCHAR AS rollout_id, "
+                       "NULL::VARCHAR AS name, NULL::DOUBLE AS value, NULL::VARCHAR AS source, NULL::BIGINT AS ts_ns, "
+                       "NULL::VARCHAR AS target_span_id, NULL::BOOLEAN AS is_primary",
+}
+
+
+def _feedback_paths(data: Path, state: dict[str, Any]) -> list[Path]:
+    return [Path(data) / f for f in (state.get("feedback") or {})]
 
 
 def open_lake(cfg: IngestConfig) -> duckdb.DuckDBPyConnection:
@@ -111,64 +383,9 @@ def open_lake(cfg: IngestConfig) -> duckdb.DuckDBPyConnection:
 
 def builder_readable(data: Path) -> tuple[Path, ...]:
     """The folders the snapshot builder's DuckDB may open: the lake (its ``read_parquet`` views and
-    spill folder), ``feedback/``, and ``transitions/_tables`` (the stage-2 tables it COPYs out for
-    SQL). AIR rules run under this lock: no host file, nothing else of the data root."""
+    spill folder), ``feedback/``, and ``transitions/_tables`` (the stage-2 segments it reads and
+    writes). AIR rules run under this lock: no host file, nothing else of the data root."""
     return (Path(data) / "lake", Path(data) / "feedback", tables_dir(data))
-
-
-def _create_transitions(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> int:
-    """Returns and advantages (``advantages.sql``, as ``credit.run_advantages`` runs it) into the temp
-    table ``transitions``; the row count. The rows stay in DuckDB (under its memory limit, spilling
-    if need be) and reach Python one part at a time, so peak memory does not grow with the snapshot."""
-    params = {"credit": cfg.credit, "gamma": cfg.gamma, "advantage": cfg.advantage, "eps": EPS}
-    con.execute("CREATE OR REPLACE TEMP TABLE transitions AS " + read_sql("snapshot/advantages"), params)
-    # the same rows minus return/advantage: keep one copy of the messages under the memory limit
-    _create(con, "transition_rows", "VIEW", "SELECT * FROM transitions")
-    return con.execute("SELECT count(*) FROM transitions").fetchall()[0][0]
-
-
-def _parts(con: duckdb.DuckDBPyConnection) -> Iterator[pa.Table]:
-    """The ``transitions`` rows in (rollout_id, step) order, ``ROWS_PER_PART`` rows at a time."""
-    # the table was created from an ordered query; with insertion order preserved a scan returns
-    # that order, otherwise sort again (the parts, hence the content hash, depend on it)
-    keep = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()[0][0]
-    sql = "SELECT * FROM transitions" + ("" if keep else " ORDER BY rollout_id, step")
-    reader = con.sql(sql).to_arrow_reader(ROWS_PER_PART)
-    pending: list[pa.RecordBatch] = []
-    n = 0
-    for batch in reader:
-        pending.append(batch)
-        n += batch.num_rows
-        while n >= ROWS_PER_PART:
-            table = pa.Table.from_batches(pending, schema=reader.schema)
-            yield table.slice(0, ROWS_PER_PART)
-            rest = table.slice(ROWS_PER_PART)
-            pending, n = rest.to_batches(), rest.num_rows
-    if n:
-        yield pa.Table.from_batches(pending, schema=reader.schema)
-
-
-def _write(data: Path, con: duckdb.DuckDBPyConnection, n_rows: int, config: dict[str, Any], sources: list[str],
-           stats: dict[str, Any]) -> BuildResult:
-    with open_snapshot(data) as draft:
-        for i, part in enumerate(_parts(con)):
-            sid = pa.array([draft.snapshot_id] * part.num_rows, pa.string())
-            part = part.set_column(part.column_names.index("snapshot_id"), "snapshot_id", sid)
-            draft.write_part(part, i)
-            _crash_point("part")
-        latest = latest_manifest(data)
-        if latest and latest.get("content_hash") == draft.content_hash():
-            sid_old = latest["snapshot_id"]
-            return BuildResult("unchanged", sid_old, transitions_dir(data) / sid_old, n_rows, stats)
-        _crash_point("before_commit")
-        path = draft.commit(config, sources, stats)
-        _crash_point("after_commit")
-        return BuildResult("written", draft.snapshot_id, path, n_rows, stats)
-
-
-# Config keys that only say how a run goes, not which rows it makes: a change in any other key means
-# every transition may differ (a full rebuild), and the summary says so.
-OPERATIONAL_KEYS = frozenset({"data", "input", "no_transitions", "memory_limit", "threads", "config_file"})
 
 
 def changed_row_config(latest: dict[str, Any] | None, config: dict[str, Any]) -> list[str]:
@@ -176,7 +393,7 @@ def changed_row_config(latest: dict[str, Any] | None, config: dict[str, Any]) ->
     if not latest or not latest.get("config"):
         return []
     old = latest["config"]
-    keys = (set(old) | set(config)) - OPERATIONAL_KEYS
+    keys = (set(old) | set(config)) - OPERATIONAL_KEYS - {"stage2_build"}
     return sorted(k for k in keys if old.get(k) != config.get(k))
 
 
@@ -189,100 +406,3 @@ def _crash_point(point: str) -> None:
         print(f"holding at {point}", file=sys.stderr, flush=True)
         while not release.exists():
             time.sleep(0.05)
-
-
-def collect_stats(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    """Manifest/summary numbers, one small query each over the materialised stage-2 tables."""
-    one = lambda sql: con.execute(sql).fetchall()[0]  # noqa: E731
-    pairs = lambda sql: {str(k): v for k, v in con.execute(sql).fetchall()}  # noqa: E731
-    r = one("""SELECT count(*), count(*) FILTER (WHERE complete), count(*) FILTER (WHERE NOT complete),
-                      count(*) FILTER (WHERE complete AND final_reward IS NULL) FROM rollouts""")
-    t = one("""SELECT count(*), count(DISTINCT rollout_id), count(DISTINCT task_id), min(fr), max(fr), avg(fr),
-                      stddev_samp(fr)
-               FROM (SELECT rollout_id, task_id, any_value(final_reward) AS fr FROM transition_rows GROUP BY ALL)""")
-    rows = one("SELECT count(*) FROM transition_rows")[0]
-    tree = one("SELECT count(*) FILTER (WHERE orphan), count(*) FILTER (WHERE repaired) FROM _span_tree")
-    agents = one("SELECT count(agent_name), count(*) FILTER (WHERE ambiguous) FROM _agent_repairs")
-    calls = one("""SELECT count(*), count(*) FILTER (WHERE c.output_message IS NULL)
-                   FROM _rollout_calls c JOIN rollouts r USING (rollout_id) WHERE r.complete""")
-    times = one("""SELECT min(started_ns), max(ended_ns) FROM rollouts
-                   WHERE rollout_id IN (SELECT rollout_id FROM transition_rows)""")
-    unknown = con.execute("""SELECT file || ':' || line || ' ' || feedback_key FROM _feedback_rewards
-                             WHERE rollout_id IS NULL ORDER BY file, line""").fetchall()
-    return {
-        "rows": rows,
-        "rollouts_seen": r[0], "rollouts_complete": r[1], "rollouts_waiting": r[2],
-        "rollouts_without_reward": r[3],
-        "rollouts": t[1], "tasks": t[2],
-        "reward": {"min": t[3], "max": t[4], "mean": t[5], "std": t[6]},
-        "llm_calls_complete": calls[0], "llm_calls_without_response": calls[1],
-        "orphan_spans": tree[0], "orphans_reattached": tree[1],
-        "agent_calls_repaired": agents[0], "agent_repairs_ambiguous": agents[1],
-        "rewards_by_source": pairs("SELECT source, count(*) FROM rewards GROUP BY 1 ORDER BY 1"),
-        "air_hits_by_rule": pairs("SELECT name, count(*) FROM _air_hits GROUP BY 1 ORDER BY 1"),
-        "reward_mean_by_task": [
-            {"task_id": k, "rollouts": n, "mean": m}
-            for k, n, m in con.execute(
-                """SELECT task_id, count(*), avg(fr) FROM (SELECT rollout_id, any_value(task_id) AS task_id,
-                          any_value(final_reward) AS fr FROM transition_rows GROUP BY rollout_id)
-                   GROUP BY task_id ORDER BY count(*) DESC, task_id LIMIT 5""").fetchall()
-        ],
-        "feedback_unknown_keys": len(unknown),
-        "feedback_unknown": [u[0] for u in unknown[:20]],
-        "min_time_ns": times[0], "max_time_ns": times[1],
-        "llm_calls": one("SELECT count(*) FROM llm_calls")[0],
-        "content_coverage": content_coverage(con),
-    }
-
-
-def print_summary(result: BuildResult) -> None:
-    """The stage-2 summary table (rich): rollouts, calls, rewards, AIR, task means, snapshot."""
-    from rich.console import Console
-    from rich.table import Table
-
-    s = result.stats
-    table = Table(title="transitions", show_header=False, title_justify="left")
-    table.add_column("what", style="bold")
-    table.add_column("value")
-    table.add_row("rollouts complete / waiting", f"{s.get('rollouts_complete', 0)} / {s.get('rollouts_waiting', 0)}")
-    table.add_row("rollouts in snapshot", f"{s.get('rollouts', 0)} ({s.get('tasks', 0)} tasks; "
-                  f"{s.get('rollouts_without_reward', 0)} without reward)")
-    table.add_row("LLM calls -> transitions", f"{s.get('llm_calls_complete', 0)} -> {result.rows}")
-    table.add_row("LLM calls in the lake", str(s.get("llm_calls", 0)))
-    table.add_row("rewards by source", _pairs(s.get("rewards_by_source", {})))
-    table.add_row("AIR hits by rule", _pairs(s.get("air_hits_by_rule", {})))
-    reward = s.get("reward", {})
-    if reward.get("mean") is not None:
-        table.add_row("final reward", f"mean {reward['mean']:.3f}, min {reward['min']:.3f}, max {reward['max']:.3f}")
-    for task in s.get("reward_mean_by_task", []):
-        mean = "n/a" if task["mean"] is None else f"{task['mean']:.3f}"
-        table.add_row(f"  task {task['task_id']}", f"mean {mean} over {task['rollouts']} rollouts")
-    adv = s.get("advantage", {})
-    if adv:
-        table.add_row("advantage groups", f"{adv['groups']} ({adv['zero_variance_groups']} zero-variance); "
-                      f"{adv['batch_fallback_rollouts']} rollouts on the batch baseline")
-    if s.get("orphan_spans"):
-        table.add_row("orphan spans re-attached", f"{s['orphans_reattached']} of {s['orphan_spans']}")
-    if s.get("agent_calls_repaired") or s.get("agent_repairs_ambiguous"):
-        table.add_row("agents by hierarchy repair",
-                      f"{s['agent_calls_repaired']} calls ({s['agent_repairs_ambiguous']} ambiguous, left without)")
-    if s.get("config_changed"):
-        table.add_row("stage-2 config changed", ", ".join(s["config_changed"])
-                      + ": every rollout was rebuilt with the new config (LATEST's config differs)")
-    if s.get("feedback_unknown_keys"):
-        table.add_row("feedback with unknown key", f"{s['feedback_unknown_keys']}: " + ", ".join(s["feedback_unknown"]))
-    for g in s.get("content_coverage", []):
-        table.add_row(f"  without content: {g['scope_name'] or '?'} {g['scope_version'] or ''}".rstrip(),
-                      f"{g['without_input']} without input, {g['without_output']} without output")
-    console = Console()
-    console.print(table)
-    hint = coverage_hint(s.get("content_coverage", []))
-    if hint:
-        console.print(hint, soft_wrap=True, highlight=False, markup=False)
-    verdict = {"written": f"written {result.path}", "unchanged": f"unchanged (LATEST = {result.snapshot_id})",
-               "empty": "none written: no complete rollout with transitions yet"}[result.status]
-    console.print(f"snapshot: {verdict}", soft_wrap=True, highlight=False)
-
-
-def _pairs(d: dict[str, Any]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in d.items()) or "none"

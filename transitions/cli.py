@@ -28,6 +28,8 @@ def stage2_options(func):
         click.option("--no-hierarchy-repair", "hierarchy_repair", flag_value=False, default=None,
                      help="Keep an LLM call with no agent ancestor unattributed even when an agent span encloses it in time."),
         click.option("--settle", default=None, help="Quiet time before a rollout counts as complete [10m]."),
+        click.option("--rebuild", is_flag=True, default=None,
+                     help="Stage 2 recomputes every rollout instead of only what changed since the last build."),
         click.option("--memory-limit", default=None, help="DuckDB memory limit; spills to disk beyond [2GB]."),
         click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
                      help="spanrl.toml with [ingest] and [air] (default: DATA/spanrl.toml if present)."),

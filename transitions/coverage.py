@@ -12,12 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import duckdb
-
-from spanrl.ingest.views import read_sql as read_lake_sql
-
-MAX_KEYS = 40  # attribute keys listed per scope in the manifest (flattened messages can be hundreds)
-
 # Which switch turns content capture on, by the convention that recognised the call.
 CAPTURE_SWITCHES = {
     "genai": "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY (with "
@@ -25,20 +19,6 @@ CAPTURE_SWITCHES = {
     "openllmetry": "TRACELOOP_TRACE_CONTENT=true",
     "openinference": "unset OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS",
 }
-
-
-def content_coverage(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """Per instrumentation scope: LLM calls without input / output content, with what their spans
-    carried. ``con`` must have llm_calls, spans and logs (the builder's materialised tables)."""
-    rows = con.execute(f"""
-        SELECT scope_name, scope_version, count(*) FILTER (WHERE missing_input),
-               count(*) FILTER (WHERE missing_output), list_sort(list_distinct(list(convention))),
-               list_sort(list_distinct(flatten(list(attribute_keys)))), list_sort(list_distinct(flatten(list(event_names))))
-        FROM ({read_lake_sql('coverage')})
-        GROUP BY ALL ORDER BY count(*) DESC, scope_name NULLS LAST, scope_version NULLS LAST""").fetchall()
-    return [{"scope_name": s, "scope_version": v, "without_input": n_in, "without_output": n_out,
-             "conventions": conv, "attribute_keys": keys[:MAX_KEYS], "event_names": events}
-            for s, v, n_in, n_out, conv, keys, events in rows]
 
 
 def coverage_hint(groups: list[dict[str, Any]]) -> str | None:

@@ -1,8 +1,11 @@
 """Credit assignment and advantages (DESIGN §5, §10).
 
-The builder runs ``sql/transitions/advantages.sql`` over the transition rows; ``compute_advantages``
-runs the same file over any snapshot table, so advantages can be recomputed (another ``--advantage``,
-or task statistics reduced across shards) without rebuilding. The pure functions below state the
+Two steps, two SQL files: ``rollout_advantages.sql`` turns per-rollout scalars (task, reward) into
+one advantage per rollout, ``apply_advantages.sql`` spreads it over the rollout's calls by the credit
+mode. A snapshot stores the first step's output in a small table and its readers run the second
+(``snapshot.py``), so a night's new rollouts change that table, never an old row.
+``compute_advantages`` runs both over any snapshot table, so advantages can be recomputed (another
+``--advantage``, or task statistics reduced across shards) without rebuilding. The pure functions below state the
 maths one rollout at a time; the tests check the SQL against them.
 """
 
@@ -88,18 +91,31 @@ def compute_advantages(
 def run_advantages(
     con: duckdb.DuckDBPyConnection, credit: str, gamma: float, advantage: str, eps: float = EPS
 ) -> pa.Table:
-    """``advantages.sql`` over the relation ``transition_rows`` on ``con``, in (rollout_id, step) order."""
-    sql = read_sql("snapshot/advantages")
-    params = {"credit": credit, "gamma": gamma, "advantage": advantage, "eps": eps}
-    return con.sql(sql, params=params).to_arrow_table()
+    """Both steps over the relation ``transition_rows`` on ``con``, in (rollout_id, step) order."""
+    con.execute("""CREATE OR REPLACE TEMP VIEW _rollout_rewards AS
+                   SELECT rollout_id, any_value(task_id) AS task_id, any_value(final_reward) AS r
+                   FROM transition_rows GROUP BY rollout_id""")
+    create_rollout_advantages(con, advantage, eps)
+    return apply_advantages(con, credit, gamma)
+
+
+def create_rollout_advantages(con: duckdb.DuckDBPyConnection, advantage: str, eps: float = EPS) -> None:
+    """TEMP TABLE ``_rollout_adv`` (rollout_id, task_id, r, a_r, baseline) from ``_rollout_rewards``."""
+    con.execute("CREATE OR REPLACE TEMP TABLE _rollout_adv AS " + read_sql("snapshot/rollout_advantages"),
+                {"advantage": advantage, "eps": eps})
+
+
+def apply_advantages(con: duckdb.DuckDBPyConnection, credit: str, gamma: float) -> pa.Table:
+    """``transition_rows`` with return and advantage from ``_rollout_adv``, in (rollout_id, step) order."""
+    return con.sql(read_sql("snapshot/apply_advantages"), params={"credit": credit, "gamma": gamma}).to_arrow_table()
 
 
 def advantage_stats(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    """Group bookkeeping over ``transition_rows``: tasks with one rollout, zero-variance groups."""
+    """Group bookkeeping over ``_rollout_rewards`` (rollout_id, task_id, r): tasks with one rollout,
+    zero-variance groups."""
     row = con.execute(
         """
-        WITH per AS (SELECT rollout_id, any_value(task_id) AS task_id, coalesce(any_value(final_reward), 0) AS r
-                     FROM transition_rows GROUP BY rollout_id),
+        WITH per AS (SELECT rollout_id, task_id, coalesce(r, 0) AS r FROM _rollout_rewards),
              t AS (SELECT task_id, count(*) AS n, coalesce(stddev_samp(r), 0) AS sd FROM per GROUP BY task_id)
         SELECT count(*) FILTER (WHERE n > 1 AND task_id IS NOT NULL) AS groups,
                count(*) FILTER (WHERE n > 1 AND task_id IS NOT NULL AND sd < 1e-12) AS zero_variance_groups,

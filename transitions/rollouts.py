@@ -45,6 +45,14 @@ _AIR_AFTER = "_air_candidates"
 # The stage-1 relations stage 2 reads (B's views.py registers them).
 REQUIRED = ("spans", "llm_calls", "tool_calls")
 
+# What an incremental build knows about the traces it does not recompute (_feedback_rewards.sql
+# resolves feedback against them); empty unless the builder filled them first.
+PRIORS = {
+    "_prior_rollout_ids": "rollout_id VARCHAR",
+    "_prior_trace_rollouts": "trace_id VARCHAR, rollout_id VARCHAR",
+    "_prior_responses": "response_id VARCHAR, trace_id VARCHAR, span_id VARCHAR, rollout_id VARCHAR",
+}
+
 
 @dataclass
 class Stage2Setup:
@@ -90,6 +98,10 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materiali
     con.execute(read_lake_sql("llm_macros"))  # spanrl_span_agent (hierarchy repair), on any connection
     con.execute(read_sql("rollouts/macros"))
     set_variables(con, cfg)
+    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    for name, columns in PRIORS.items():
+        if name not in have:
+            con.execute(f"CREATE TEMP TABLE {name} ({columns})")
     files = load_feedback(con, cfg.data)
     rules = load_air_rules(cfg.config_file) if rules is None else rules
     lock_down(con, readable)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 TRANSITION_SCHEMA = pa.schema(
     [

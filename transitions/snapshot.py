@@ -1,14 +1,23 @@
 """Write and read transition snapshots: temp folder -> rename, manifest, atomic ``LATEST``.
 
-A snapshot is ``transitions/<snapshot_id>/part-*.parquet`` + ``manifest.json``. It becomes
-visible only by one ``os.rename`` of a complete folder, and ``LATEST`` only by ``os.replace`` of a
-fully written file, so a crash at any point leaves either the old state or the new one.
+A snapshot (schema v2) is ``transitions/<snapshot_id>/``: ``part-*.parquet`` (the rows, in any
+split), ``digests.parquet`` (per rollout: task, reward, row count, sha256 of its rows),
+``advantages.parquet`` (per rollout: the advantage A_r, when the builder made the snapshot) and
+``manifest.json``. A built snapshot's parts are hard links of the stage-2 segments' rows
+(``tables.py``): a night's snapshot costs disk for what changed, and the rows of an old rollout are
+never rewritten. ``advantage`` is filled by every reader from ``advantages.parquet`` and the
+manifest's credit config (``apply_advantages.sql``), so a new rollout, which moves the batch
+baseline, changes that small table and not an old row. The content hash covers the digests in
+rollout order and the advantages table: it depends on the rows, never on how they are split.
+A snapshot becomes visible only by one ``os.rename`` of a complete folder, and ``LATEST`` only by
+``os.replace`` of a fully written file, so a crash at any point leaves the old state or the new one.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,13 +25,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from spanrl import __version__
 from spanrl.errors import InputError
 from spanrl.publish import clean_drafts, draft_folder, publish, read_pointer, write_text_atomic
+from spanrl.sqlfiles import sql_literal
 from spanrl.transitions.schema import COLUMNS, SCHEMA_VERSION, TRANSITION_SCHEMA, conform
+from spanrl.transitions.sqlfiles import read_sql
+
+DIGESTS = "digests.parquet"
+ADVANTAGES = "advantages.parquet"
 
 
 def transitions_dir(data: Path | str) -> Path:
@@ -34,34 +49,39 @@ def new_snapshot_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
 
 
-HASHED_COLUMNS = [c for c in COLUMNS if c != "snapshot_id"]
+def content_hash_sql(digests: str, advantages: str | None) -> str:
+    """SELECT of a snapshot's content hash from a digests relation (rollout_id, digest) and an
+    advantages relation (rollout_id, a_r) or None: sha256 over both, each in rollout order."""
+    adv = (f"(SELECT string_agg(CAST(ROW(rollout_id, a_r) AS VARCHAR), chr(10) ORDER BY rollout_id) FROM {advantages})"
+           if advantages else "''")
+    return (f"SELECT sha256('spanrl-transitions-v{SCHEMA_VERSION}' || chr(10) || "
+            f"coalesce((SELECT string_agg(rollout_id || ' ' || digest, chr(10) ORDER BY rollout_id) FROM {digests}), '')"
+            f" || chr(10) || 'advantages' || chr(10) || coalesce({adv}, ''))")
+
+
+def _parquet(paths: list[Path] | Path) -> str:
+    items = [str(p) for p in paths] if isinstance(paths, list) else str(paths)
+    return f"read_parquet({sql_literal(items)}, union_by_name = true)"
+
+
+def _rows_view(con: duckdb.DuckDBPyConnection, parts: list[Path]) -> None:
+    """``transition_rows`` over the parts (an empty table of the schema when there are none)."""
+    if parts:
+        con.execute(f"CREATE OR REPLACE VIEW transition_rows AS SELECT * FROM {_parquet(parts)}")
+    else:
+        con.register("transition_rows", TRANSITION_SCHEMA.empty_table())
 
 
 def content_hash(folder: Path) -> str:
-    """sha256 over the rows of every part (sorted by name), ``snapshot_id`` excluded.
-
-    Hashing the Arrow data, not the Parquet bytes, makes the hash independent of writer versions
-    and compression; the builder writes rows in a deterministic order, so the same lake and config
-    give the same hash. Parts are read one at a time (memory: one part).
-    """
-    h = _new_hash()
-    for part in sorted(folder.glob("part-*.parquet")):
-        _hash_rows(h, pq.read_table(part, columns=HASHED_COLUMNS))
-    return h.hexdigest()
-
-
-def _new_hash() -> Any:
-    return hashlib.sha256(f"spanrl-transitions-v{SCHEMA_VERSION}".encode())
-
-
-def _hash_rows(h: Any, table: pa.Table) -> None:
-    """Add one part's rows (``HASHED_COLUMNS`` of it, as read from Parquet) to the hash."""
-    table = table.select(HASHED_COLUMNS).combine_chunks()
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        for batch in table.to_batches(max_chunksize=4096):
-            writer.write_batch(batch)
-    h.update(sink.getvalue().to_pybytes())
+    """The content hash of a snapshot folder's rows (its parts and advantages table), recomputed."""
+    con = duckdb.connect()
+    try:
+        _rows_view(con, sorted(folder.glob("part-*.parquet")))
+        con.execute("CREATE TEMP TABLE _digests AS " + read_sql("snapshot/rollout_digests"))
+        adv = folder / ADVANTAGES
+        return con.execute(content_hash_sql("_digests", _parquet(adv) if adv.is_file() else None)).fetchall()[0][0]
+    finally:
+        con.close()
 
 
 @dataclass
@@ -72,32 +92,54 @@ class SnapshotDraft:
     snapshot_id: str
     tmp_dir: Path
     committed: bool = field(default=False)
-    _hash: str | None = field(default=None, repr=False)  # of the parts written so far, once asked
 
-    def write_part(self, table: pa.Table, index: int = 0) -> Path:
-        path = self.tmp_dir / f"part-{index:05d}.parquet"
+    def write_part(self, table: pa.Table, index: int | str = 0) -> Path:
+        name = f"part-{index:05d}.parquet" if isinstance(index, int) else f"part-{index}.parquet"
+        path = self.tmp_dir / name
         pq.write_table(conform(table), path, compression="zstd")
-        self._hash = None
+        (self.tmp_dir / DIGESTS).unlink(missing_ok=True)  # computed from the parts again when asked
         return path
 
+    def link_part(self, source: Path, name: str) -> Path:
+        """Take a finished Parquet file as part ``name`` by hard link (a copy across file systems)."""
+        path = self.tmp_dir / f"part-{name}.parquet"
+        try:
+            os.link(source, path)
+        except OSError:
+            shutil.copy2(source, path)
+        return path
+
+    def write_index(self, con: duckdb.DuckDBPyConnection, digests: str, advantages: str | None) -> None:
+        """COPY the digests (and advantages) SELECTs into the draft: what the hash and readers use."""
+        con.execute(f"COPY (SELECT * FROM ({digests}) ORDER BY rollout_id) TO {sql_literal(self.tmp_dir / DIGESTS)} (FORMAT parquet)")
+        if advantages is not None:
+            con.execute(f"COPY (SELECT * FROM ({advantages}) ORDER BY rollout_id) TO {sql_literal(self.tmp_dir / ADVANTAGES)} "
+                        "(FORMAT parquet)")
+
     def content_hash(self) -> str:
-        """``content_hash`` of the parts written so far, computed once (the builder compares it with
-        LATEST's, then the manifest records it: one read of the parts, not two)."""
-        if self._hash is None:
-            self._hash = content_hash(self.tmp_dir)
-        return self._hash
+        """The hash from the draft's digests and advantages (digests computed from the parts first
+        when no builder wrote them: an in-memory table written with ``write_part``)."""
+        con = duckdb.connect()
+        try:
+            if not (self.tmp_dir / DIGESTS).is_file():
+                _rows_view(con, sorted(self.tmp_dir.glob("part-*.parquet")))
+                self.write_index(con, read_sql("snapshot/rollout_digests"), None)
+            adv = self.tmp_dir / ADVANTAGES
+            return con.execute(content_hash_sql(_parquet(self.tmp_dir / DIGESTS),
+                                                _parquet(adv) if adv.is_file() else None)).fetchall()[0][0]
+        finally:
+            con.close()
 
     def commit(
         self,
         config: dict[str, Any],
         source_files: list[str],
         stats: dict[str, Any] | None = None,
+        content_hash: str | None = None,
     ) -> Path:
         """Validate the parts, write the manifest, rename into place, then swap ``LATEST``."""
         parts = sorted(self.tmp_dir.glob("part-*.parquet"))
         rows = 0
-        ts_min: Any = None
-        ts_max: Any = None
         for part in parts:
             meta = pq.read_schema(part)
             if meta.names != COLUMNS:
@@ -110,12 +152,14 @@ class SnapshotDraft:
             "created_at": datetime.now(UTC).isoformat(),
             "rows": rows,
             "parts": [p.name for p in parts],
-            "content_hash": self.content_hash(),
+            "digests": DIGESTS,
+            "advantages": ADVANTAGES if (self.tmp_dir / ADVANTAGES).is_file() else None,
+            "content_hash": content_hash or self.content_hash(),
             "config": config,
             "source_files": sorted(source_files),
             "stats": stats or {},
-            "min_time_ns": (stats or {}).get("min_time_ns", ts_min),
-            "max_time_ns": (stats or {}).get("max_time_ns", ts_max),
+            "min_time_ns": (stats or {}).get("min_time_ns"),
+            "max_time_ns": (stats or {}).get("max_time_ns"),
         }
         write_text_atomic(self.tmp_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
         final = publish(self.tmp_dir, self.snapshot_id)
@@ -138,7 +182,8 @@ def write_snapshot(
     source_files: list[str] | None = None,
     stats: dict[str, Any] | None = None,
 ) -> Path:
-    """Write one in-memory table as a snapshot (``snapshot_id`` column is filled in here)."""
+    """Write one in-memory table as a snapshot (``snapshot_id`` column is filled in here); its rows
+    keep the advantages they carry (no advantages table)."""
     with open_snapshot(data) as draft:
         sid = pa.array([draft.snapshot_id] * table.num_rows, pa.string())
         if "snapshot_id" in table.column_names:
@@ -212,6 +257,27 @@ def snapshot_dataset(data: Path | str, ref: str = "LATEST") -> Any:
                       format="parquet")
 
 
+def register_snapshot(con: duckdb.DuckDBPyConnection, data: Path | str, ref: str, name: str) -> None:
+    """A lazy view ``name`` of a snapshot's rows as ``read_snapshot`` returns them (advantage filled
+    from the advantages table, the snapshot's own id), for readers that filter instead of loading
+    every row (the web app). Parts and advantages are registered Arrow datasets (``name``_rows,
+    ``name``_adv), so this works on a connection whose file access is off."""
+    import pyarrow.dataset as ds
+
+    folder = resolve_snapshot(data, ref)
+    manifest = read_manifest(folder)
+    con.register(f"{name}_rows", snapshot_dataset(data, ref))
+    body = f"SELECT * FROM {name}_rows"
+    if manifest.get("advantages"):
+        config = manifest.get("config") or {}
+        con.register(f"{name}_adv", ds.dataset(str(folder / manifest["advantages"]), format="parquet"))
+        body = (read_sql("snapshot/apply_advantages").replace("transition_rows", f"{name}_rows")
+                .replace("_rollout_adv", f"{name}_adv").replace("$credit", sql_literal(config.get("credit", "air")))
+                .replace("$gamma", repr(float(config.get("gamma", 0.95)))))
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * REPLACE "
+                f"({sql_literal(manifest['snapshot_id'])} AS snapshot_id) FROM ({body})")
+
+
 def read_manifest(folder: Path) -> dict[str, Any]:
     path = folder / "manifest.json"
     try:
@@ -228,40 +294,67 @@ def read_manifest(folder: Path) -> dict[str, Any]:
 
 
 def read_snapshot(data: Path | str, ref: str = "LATEST") -> tuple[pa.Table, dict[str, Any]]:
-    """Load a snapshot as an Arrow table (schema-checked) plus its manifest.
+    """Load a snapshot as an Arrow table (schema-checked, in (rollout_id, step) order, ``advantage``
+    filled, ``snapshot_id`` the snapshot's own) plus its manifest.
 
-    The rows are hashed as they are read (``content_hash``'s rule) and must give the manifest's
-    ``content_hash``: a part rewritten after the snapshot was published (same row count, other
-    values) is refused, not trained on. The returned manifest carries the hash of what was really
-    read as ``content_hash_read``.
+    The rows are digested as they are read (``content_hash``'s rule) and must give the manifest's
+    ``content_hash``: a part or the advantages table rewritten after the snapshot was published is
+    refused, not trained on. The returned manifest carries the hash of what was really read as
+    ``content_hash_read``.
     """
     folder = resolve_snapshot(data, ref)
     manifest = read_manifest(folder)
     parts = [folder / name for name in manifest.get("parts", [])]
-    tables = []
-    h = _new_hash()
-    for part in parts:
+    con = duckdb.connect()
+    try:
+        for part in parts:
+            try:
+                if pq.read_schema(part).names != COLUMNS:
+                    raise InputError(f"{part}: columns do not match snapshot schema v{SCHEMA_VERSION}; rebuild the snapshot")
+            except (OSError, pa.ArrowException) as exc:
+                raise InputError(f"{part}: corrupt snapshot part ({exc}); rebuild the snapshot") from None
+        _rows_view(con, parts)
+        adv_name = manifest.get("advantages")
+        adv = _parquet(folder / adv_name) if adv_name else None
         try:
-            raw = pq.read_table(part)
-            _hash_rows(h, raw)
-            tables.append(conform(raw))
-        except (OSError, KeyError, pa.ArrowException) as exc:
-            raise InputError(f"{part}: corrupt snapshot part ({exc}); rebuild the snapshot") from None
-        except ValueError as exc:
-            raise InputError(f"{part}: {exc}; rebuild the snapshot") from None
-    table = pa.concat_tables(tables) if tables else TRANSITION_SCHEMA.empty_table()
-    if table.num_rows != manifest.get("rows"):
-        raise InputError(
-            f"{folder}: manifest says {manifest.get('rows')} rows, parts hold {table.num_rows}; rebuild it"
-        )
-    expected, read = manifest.get("content_hash"), h.hexdigest()
-    if read != expected:
-        raise InputError(
-            f"{folder}: the rows do not match the manifest's content hash (read {read[:16]}, manifest "
-            f"{str(expected)[:16]}): a part was changed after the snapshot was written. Rebuild it with "
-            "`spanrl transitions build` (or restore the original parts)"
-        )
-    return table, {**manifest, "content_hash_read": read}
+            con.execute("CREATE TEMP TABLE _digests AS " + read_sql("snapshot/rollout_digests"))
+            read = con.execute(content_hash_sql("_digests", adv)).fetchall()[0][0]
+            n = con.execute("SELECT coalesce(sum(n_rows), 0) FROM _digests").fetchall()[0][0]
+        except duckdb.Error as exc:
+            raise InputError(f"{folder}: corrupt snapshot ({str(exc).splitlines()[0]}); rebuild the snapshot") from None
+        if n != manifest.get("rows"):
+            raise InputError(f"{folder}: manifest says {manifest.get('rows')} rows, parts hold {n}; rebuild it")
+        expected = manifest.get("content_hash")
+        if read != expected:
+            raise InputError(
+                f"{folder}: the rows do not match the manifest's content hash (read {read[:16]}, manifest "
+                f"{str(expected)[:16]}): a part was changed after the snapshot was written. Rebuild it with "
+                "`spanrl transitions build` (or restore the original parts)"
+            )
+        table = _with_advantages(con, adv, manifest.get("config") or {})
+    finally:
+        con.close()
+    sid = pa.array([manifest["snapshot_id"]] * table.num_rows, pa.string())
+    table = table.set_column(table.column_names.index("snapshot_id"), "snapshot_id", sid)
+    return conform(table), {**manifest, "content_hash_read": read}
+
+
+def _with_advantages(con: duckdb.DuckDBPyConnection, adv: str | None, config: dict[str, Any]) -> pa.Table:
+    """The rows of ``transition_rows`` in (rollout_id, step) order, advantage from ``adv`` when set."""
+    if adv is None:
+        return con.sql("SELECT * FROM transition_rows ORDER BY rollout_id, step").to_arrow_table()
+    from spanrl.transitions.credit import apply_advantages
+
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _rollout_adv AS SELECT * FROM {adv}")
+    return apply_advantages(con, config.get("credit", "air"), float(config.get("gamma", 0.95)))
+
+
+def snapshot_advantages(data: Path | str, ref: str = "LATEST") -> Path | None:
+    """The snapshot's advantages table (rollout_id, task_id, r, a_r, baseline), or None when its rows
+    carry their advantage themselves (a snapshot written from a table)."""
+    folder = resolve_snapshot(data, ref)
+    name = read_manifest(folder).get("advantages")
+    return folder / name if name else None
 
 
 def load_snapshot(ref: str = "LATEST", data: Path | str | None = None, as_arrow: bool = False) -> Any:

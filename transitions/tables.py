@@ -1,34 +1,54 @@
-"""The stage-2 tables each build materialises for SQL: llm_calls, tool_calls, rewards, rollouts, coverage.
+"""The stage-2 tables, stored in segments, and the state an incremental build starts from.
 
-Recomputing those views per query means binding and running the whole stage-2 SQL over every span
-(tens of seconds, gigabytes on a big lake), so the snapshot builder, which has them as tables anyway,
-writes them as Parquet under ``transitions/_tables/<build_id>/`` (published atomically, with
-``_tables/LATEST``; see ``spanrl/publish.py``), with ``state.json`` recording the lake files, the
-feedback files and the config they were computed from. ``spanrl sql`` and ``spanrl ui`` read them
-when they are current; when the lake or the feedback moved on since (an ``ingest --no-transitions``,
-a dropped-in feedback file), ``freshness`` says what changed and readers say the tables are stale.
+Every build leaves ``transitions/_tables/<build_id>/state.json`` (published atomically with
+``_tables/LATEST``; ``spanrl/publish.py``). The state lists the **segments** that hold the tables'
+rows: each segment is a folder of Parquet files, one per table (``SEGMENT_TABLES``), covering a set
+of whole traces and whole rollouts; a row lives in exactly one segment. A build writes its recomputed
+traces as one new segment and rewrites only the older segments that held some of them; every other
+segment is referenced from the new state where it lies (in an older build's folder), never copied.
+The state also records what the rows were computed from: every lake file (with its clock), every
+feedback file, the row-shaping config and the code version (``reuse_key``). docs/incremental.md
+explains the design.
+
+``spanrl sql`` and ``spanrl ui`` read the public tables (``PUBLIC``) through ``current_tables``;
+when the lake or the feedback moved on since the build, ``freshness`` says what changed and readers
+say the tables are stale.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from spanrl import __version__
 from spanrl.publish import draft_folder, publish, read_pointer
 from spanrl.sqlfiles import sql_literal
 from spanrl.transitions.snapshot import transitions_dir
 
-TABLES = ("llm_calls", "tool_calls", "rewards", "rollouts", "coverage", "rollout_summary")
 STATE = "state.json"
-# How readers find rows (spanrl ui, bench/ui.py): one rollout's rows by key or by its time span, so
-# each table is written in that order and in the lake's small row groups; a lookup then reads the
-# one row group (20480 rows) whose min/max statistics hold the key, not the whole table.
+STATE_FORMAT = 2
+# Per segment: the public tables, the snapshot rows (``transitions``, advantage left to the reader),
+# their per-rollout digests, and the bookkeeping the next build needs about these traces.
+SEGMENT_TABLES = ("llm_calls", "tool_calls", "rewards", "rollouts", "coverage", "transitions", "digests",
+                  "_traces", "_responses")
+# Whole-lake tables rewritten by every build (small: feedback rows).
+GLOBAL_TABLES = ("feedback_rewards", "_feedback_detail")
+PUBLIC = ("llm_calls", "tool_calls", "rewards", "rollouts", "coverage")
+# Which key says what a row belongs to: trace-keyed rows leave a segment when their trace is
+# recomputed, rollout-keyed rows when their rollout is.
+BY_TRACE = ("llm_calls", "tool_calls", "coverage", "_traces", "_responses")
+BY_ROLLOUT = ("rewards", "rollouts", "transitions", "digests")
+# How readers find one rollout's rows (spanrl ui, bench/ui.py): by key or by the rollout's time span.
+# Each table is written in that order, in the lake's small row groups, so a lookup reads the one row
+# group (20480 rows) whose min/max statistics can hold the key instead of the whole table.
 ORDER = {"llm_calls": "start_ns, span_id", "tool_calls": "start_ns, span_id", "rewards": "rollout_id, ts_ns",
-         "rollouts": "rollout_id", "rollout_summary": "started_ns, rollout_id"}
+         "rollouts": "rollout_id"}
 PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 20480"
 
 
@@ -36,76 +56,148 @@ def tables_dir(data: Path | str) -> Path:
     return transitions_dir(data) / "_tables"
 
 
-def lake_state(data: Path | str) -> dict[str, Any]:
-    """What the tables are computed from: every lake Parquet file and feedback file (name, size, mtime)."""
+def reuse_key(row_config: dict[str, Any], conventions: Any = None) -> str:
+    """What makes stored rows reusable: the row-shaping config, the ``[[conventions]]`` mappings and
+    the code that computes rows (this release and the text of every stage-1 call and stage-2 SQL
+    file). Any change means a full rebuild, announced; never a mix of old and new rows."""
+    h = hashlib.sha256(json.dumps({"config": row_config, "conventions": conventions, "spanrl": __version__},
+                                  sort_keys=True, default=str).encode())
+    for package in ("spanrl.transitions", "spanrl.ingest"):
+        root = resources.files(package) / "sql"
+        for path in sorted(_sql_files(root), key=str):
+            h.update(str(path.relative_to(Path(str(root)))).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _sql_files(root: Any) -> list[Path]:
+    return [p for p in Path(str(root)).rglob("*.sql")]
+
+
+def inventory(data: Path | str) -> dict[str, dict[str, list[int]]]:
+    """Every lake Parquet file and feedback file of the data root: {relative path: [size, mtime_ns]}."""
     root = Path(data)
 
-    def files(pattern: str) -> list[list[Any]]:
-        return sorted([str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns]
-                      for p in root.glob(pattern) if p.is_file())
+    def files(*patterns: str) -> dict[str, list[int]]:
+        out = {}
+        for pattern in patterns:
+            for p in root.glob(pattern):
+                if p.is_file():
+                    st = p.stat()
+                    out[str(p.relative_to(root))] = [st.st_size, st.st_mtime_ns]
+        return dict(sorted(out.items()))
 
-    return {"lake": files("lake/spans/*/*.parquet") + files("lake/logs/*/*.parquet"),
-            "feedback": files("feedback/*")}
+    from spanrl.transitions.feedback import feedback_files
+
+    fb = {str(p.relative_to(root)): [p.stat().st_size, p.stat().st_mtime_ns] for p in feedback_files(root)}
+    return {"lake": files("lake/spans/*/*.parquet", "lake/logs/*/*.parquet"), "feedback": fb}
 
 
-def write_tables(con: duckdb.DuckDBPyConnection, data: Path | str, build_id: str, config: dict[str, Any]) -> Path:
-    """COPY each stage-2 relation present on ``con`` to Parquet, publish the folder, drop older builds."""
+def load_state(data: Path | str) -> dict[str, Any] | None:
+    """The latest build's state (None before the first build, or for a layout this release does
+    not continue from: the caller rebuilds in full)."""
+    build = read_pointer(tables_dir(data))
+    if build is None:
+        return None
+    try:
+        state = json.loads((tables_dir(data) / build / STATE).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return state if state.get("format") == STATE_FORMAT else {"format": state.get("format"), "stale_format": True}
+
+
+def segment_files(data: Path | str, state: dict[str, Any], table: str) -> list[Path]:
+    """The Parquet files of ``table`` over every segment of ``state`` that has it."""
     root = tables_dir(data)
-    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    out = []
+    for folder in state.get("segments", {}).values():
+        path = root / folder / f"{table}.parquet"
+        if path.is_file():
+            out.append(path)
+    return out
+
+
+def global_file(data: Path | str, state: dict[str, Any], table: str) -> Path | None:
+    rel = state.get("global", {}).get(table)
+    path = tables_dir(data) / rel if rel else None
+    return path if path is not None and path.is_file() else None
+
+
+def write_segment(con: duckdb.DuckDBPyConnection, folder: Path, sources: dict[str, str]) -> int:
+    """COPY each ``{table: SELECT}`` into ``folder/<table>.parquet``; the rollouts written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for table, select in sources.items():
+        if table in ORDER:
+            select = f"SELECT * FROM ({select}) ORDER BY {ORDER[table]}"
+        con.execute(f"COPY ({select}) TO {sql_literal(folder / f'{table}.parquet')} ({PARQUET_OPTIONS})")
+    return con.execute(f"SELECT count(*) FROM read_parquet({sql_literal(folder / 'rollouts.parquet')})").fetchall()[0][0]
+
+
+def publish_build(build_id: str, data: Path | str, write: Any, state: dict[str, Any]) -> Path:
+    """Create ``_tables/<build_id>`` through a draft: ``write(tmp_folder)`` fills it (and returns the
+    segments it wrote), then the state is written and the folder published with LATEST; build
+    folders no state of the last two builds references are removed."""
+    root = tables_dir(data)
+    previous = load_state(data) or {}
     with draft_folder(root, build_id) as tmp:
-        written = []
-        for name in TABLES:
-            if name in have:
-                order = f" ORDER BY {ORDER[name]}" if name in ORDER else ""
-                con.execute(f"COPY (SELECT * FROM {name}{order}) TO {sql_literal(tmp / f'{name}.parquet')} "
-                            f"({PARQUET_OPTIONS})")
-                written.append(name)
-        state = {"build_id": build_id, "tables": written, "config": config, **lake_state(data)}
+        write(tmp)
         (tmp / STATE).write_text(json.dumps(state, indent=1, sort_keys=True, default=str))
         final = publish(tmp, build_id)
+    keep = {build_id} | {f.split("/")[0] for s in (state, previous) for f in
+                         list(s.get("segments", {}).values()) + list(s.get("global", {}).values())}
+    keep.add(str(previous.get("build_id")))
     for old in root.iterdir():
-        if old.is_dir() and old.name != build_id and not old.name.startswith("."):
+        if old.is_dir() and old.name not in keep and not old.name.startswith("."):
             shutil.rmtree(old, ignore_errors=True)
     return final
 
 
-def tables_current(data: Path | str, config: dict[str, Any]) -> bool:
-    """True when the latest tables were built from today's lake and feedback files with ``config``."""
-    build = read_pointer(tables_dir(data))
-    if build is None:
-        return False
-    try:
-        state = json.loads((tables_dir(data) / build / STATE).read_text())
-    except (OSError, json.JSONDecodeError):
-        return False
-    same_config = json.dumps(state.get("config"), sort_keys=True, default=str) == json.dumps(
-        config, sort_keys=True, default=str)
-    return same_config and not freshness(state, lake_state(data))
+def write_tables(con: duckdb.DuckDBPyConnection, data: Path | str, build_id: str, config: dict[str, Any]) -> Path:
+    """A one-segment build of the public tables present on ``con`` (bench lakes, tests): what a full
+    build stores, minus the snapshot rows and the bookkeeping an incremental build needs (so the
+    next ``spanrl ingest`` over such a root rebuilds in full)."""
+    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+
+    def write(tmp: Path) -> None:
+        write_segment(con, tmp / build_id, {n: f"SELECT * FROM {n}" for n in PUBLIC if n in have})
+
+    state = {"format": STATE_FORMAT, "build_id": build_id, "config": config, "reuse_key": None,
+             "segments": {build_id: f"{build_id}/{build_id}"}, "global": {}, **inventory(data)}
+    return publish_build(build_id, data, write, state)
 
 
-def current_tables(data: Path | str) -> tuple[dict[str, Path], list[str]]:
-    """({table: parquet path} of the latest build, what changed since it: [] when current).
+def current_tables(data: Path | str) -> tuple[dict[str, list[Path]], list[str]]:
+    """({public table: its Parquet files} of the latest build, what changed since it: [] when current).
 
     Empty when no build materialised tables yet (readers fall back to computing the views)."""
-    build = read_pointer(tables_dir(data))
-    if build is None:
+    state = load_state(data)
+    if not state or state.get("stale_format"):
         return {}, []
-    folder = tables_dir(data) / build
-    try:
-        state = json.loads((folder / STATE).read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}, []
-    paths = {name: folder / f"{name}.parquet" for name in state.get("tables", [])
-             if (folder / f"{name}.parquet").is_file()}
-    return paths, freshness(state, lake_state(data))
+    paths: dict[str, list[Path]] = {}
+    for name in PUBLIC:
+        files = segment_files(data, state, name)
+        if name == "rewards" and (fb := global_file(data, state, "feedback_rewards")) is not None:
+            files.append(fb)
+        if files:
+            paths[name] = files
+    return paths, freshness(state, inventory(data))
+
+
+def tables_current(data: Path | str, config: dict[str, Any]) -> bool:
+    """True when the latest tables were built from today's lake and feedback files with ``config``."""
+    state = load_state(data)
+    if not state or state.get("stale_format"):
+        return False
+    same = json.dumps(state.get("config"), sort_keys=True, default=str) == json.dumps(config, sort_keys=True, default=str)
+    return same and not freshness(state, inventory(data))
 
 
 def freshness(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
     """Human-readable differences between the files the tables were built from and the files now."""
     changes = []
     for key, what in (("lake", "lake file"), ("feedback", "feedback file")):
-        before = {f[0]: f[1:] for f in recorded.get(key, [])}
-        after = {f[0]: f[1:] for f in now.get(key, [])}
+        before = {k: list(v[:2]) for k, v in _as_map(recorded.get(key)).items()}
+        after = {k: list(v[:2]) for k, v in _as_map(now.get(key)).items()}
         new = [n for n in after if n not in before or after[n] != before[n]]
         gone = [n for n in before if n not in after]
         if new:
@@ -113,3 +205,10 @@ def freshness(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
         if gone:
             changes.append(f"{len(gone)} {what}(s) gone, e.g. {gone[0]}")
     return changes
+
+
+def _as_map(files: Any) -> dict[str, list[Any]]:
+    """Inventory entries as {path: [size, mtime, ...]} (format 1 stored [[path, size, mtime], ...])."""
+    if isinstance(files, dict):
+        return files
+    return {f[0]: list(f[1:]) for f in files or []}

@@ -6,14 +6,14 @@ reachable, the configuration is locked, DuckDB's memory bounded by ``MEMORY_LIMI
 ``ui/sql/*.sql``.
 
 What scales to a million rollouts (``bench/ui.py``): the stage-2 tables the nightly build
-materialises are read as it left them (lazy Arrow datasets; a rollout's rows are found by key or by
-its time span, which skips every other row group), and the list pages read ``rollout_summary``, one
-narrow row per rollout with its AIR hits and failed tools, which the build writes next to them
-(``create_rollout_summary``). Once per lake version ``prepare`` copies that summary (~100 B a
-rollout) into DuckDB's memory, where a filter, a count and a sort over all rollouts take
-milliseconds, and the rollout ids of the newest snapshots, which the snapshot and cycle filters join.
-A lake whose build wrote no tables (or no summary) gets the same relations as views, computed once
-into memory (small lakes only). Nothing is ever written to the data root.
+materialises are read as it left them (lazy Arrow datasets; one rollout's rows are found by key or by
+its time span, and the build writes each table in that order in small row groups, so a lookup skips
+every other row group). The list pages (filters, counts, sorts over every rollout) read one narrow
+row per rollout with its AIR hits and failed tools, which ``prepare`` computes from those tables once
+per lake version and holds in DuckDB's memory (``held_summary.sql``, ~120 B a rollout), with one bit
+per recently asked snapshot marking its rollouts (``snapshot_bit``): a filter, a count and a sort
+over a million rollouts then take milliseconds. A lake whose build wrote no tables gets the stage-2
+relations as views, computed once into memory (small lakes only). Nothing is written to the data root.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from spanrl.transitions.snapshot import (
     latest_manifest,
     list_snapshots,
     read_manifest,
+    register_snapshot,
     resolve_snapshot,
     snapshot_dataset,
 )
@@ -45,8 +46,7 @@ _SQL = SqlFiles("spanrl.ui")
 # Relations copied into memory once per lake version, in dependency order (see the module docstring).
 STAGE1_CACHED = ("llm_calls", "tool_calls")
 SNAPSHOT_VIEW = "_ui_snapshot"  # the snapshot a query filters by, registered as an Arrow dataset
-SUMMARY = "rollout_summary"  # one row per rollout for the list pages (ui/sql/rollout_summary.sql)
-HELD = "_ui_rollouts"  # its page columns, held in DuckDB's memory (ui/sql/held_summary.sql)
+HELD = "_ui_rollouts"  # one narrow row per rollout for the list pages, in DuckDB's memory (held_summary.sql)
 WARM_SNAPSHOTS = 2  # snapshots whose rollout ids prepare reads ahead: LATEST's and the last cycle's
 NO_ROLLOUTS = "_ui_no_rollouts"  # an empty rollout_id table: the /*search*/ slot unused
 SEARCH_HITS = "_ui_search_hits"  # the rollouts a finished text search matched (/*search*/)
@@ -88,17 +88,6 @@ def lake_version(data: Path) -> tuple:
     return tuple(stamps)
 
 
-def create_rollout_summary(con: duckdb.DuckDBPyConnection, kind: str = "TABLE") -> None:
-    """``rollout_summary`` (``ui/sql/rollout_summary.sql``) on a connection that has the stage-2
-    relations: a TABLE for a build to write next to them (``transitions/tables.py`` lists it), or a
-    TEMP VIEW where the build did not (older builds)."""
-    from spanrl.transitions.sqlfiles import read_sql as read_stage2_sql
-
-    con.execute(read_stage2_sql("rollouts/macros"))  # spanrl_is_error
-    temp = "TEMP " if kind == "VIEW" else ""
-    con.execute(f"CREATE OR REPLACE {temp}{kind} {SUMMARY} AS {_SQL.read(SUMMARY)}")
-
-
 @dataclass
 class Prepared:
     """One warmed connection and how long warming took (the bench reports it), with what it holds
@@ -128,9 +117,7 @@ def prepare(data: Path) -> Prepared:
         con.execute(f'DROP VIEW "{name}"')
         con.execute(f'CREATE TEMP VIEW "{name}" AS SELECT * FROM main."_ui_{name}"')
         cached.append(name)
-    if SUMMARY not in materialised:
-        create_rollout_summary(con, "VIEW")
-    _hold_summary(con)
+    con.execute(f"CREATE TEMP TABLE {HELD} AS {_SQL.read('held_summary')}")
     con.execute(f"CREATE TEMP TABLE {NO_ROLLOUTS} (rollout_id VARCHAR)")
     _register_empty(con)
     prepared = Prepared(con, version, 0.0, cached)
@@ -142,12 +129,6 @@ def prepare(data: Path) -> Prepared:
             snapshot_bit(prepared, data, sid)
     prepared.warm_s = time.perf_counter() - t0
     return prepared
-
-
-def _hold_summary(con: duckdb.DuckDBPyConnection) -> None:
-    """``HELD`` = the summary's page columns in DuckDB's memory, in compact types (~120 B a rollout
-    with short ids: 1M rollouts ~ 120 MB of ``MEMORY_LIMIT``)."""
-    con.execute(f"CREATE TEMP TABLE {HELD} AS {_SQL.read('held_summary')}")
 
 
 def snapshot_bit(prepared: Prepared, data: Path, snapshot_id: str) -> int:
@@ -259,7 +240,7 @@ class Lake:
                 params = {**(params or {}), "snapshot_bit": snapshot_bit(self._prepared, self.data, members)}
             text = text.replace("/*search*/", _search_table(con, search) if search is not None else NO_ROLLOUTS)
             if snapshot is not None:
-                con.register(SNAPSHOT_VIEW, self.snapshot_dataset(snapshot))
+                register_snapshot(con, self.data, snapshot, SNAPSHOT_VIEW)
             try:
                 rel = con.execute(text, params or {})
                 cols = [d[0] for d in rel.description]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -176,8 +177,9 @@ def test_air_rules_from_spanrl_toml(tmp_path: Path) -> None:
 def test_discounted_credit_adds_air_reward_to_go(tmp_path: Path) -> None:
     lake = FakeLake(tmp_path)
     _, ask = _tool_rollout(lake, '{"x": 1}', status="ERROR")
-    con, _ = _run(lake, credit="discounted", gamma=0.5, advantage="none")
-    rows = con.execute('SELECT step, step_reward, "return", advantage FROM transitions ORDER BY step').fetchall()
+    _run(lake, credit="discounted", gamma=0.5, advantage="none")
+    snap, _ = read_snapshot(lake.data)  # the advantage is filled by the snapshot's reader
+    rows = duckdb.sql('SELECT step, step_reward, "return", advantage FROM snap ORDER BY step').fetchall()
     # T = 2, R = 1: step 0 = 0.5 * 1 + (-0.2), step 1 = 1
     assert rows[0][:2] == (0, pytest.approx(-0.2)) and rows[0][2] == pytest.approx(0.3)
     assert rows[1][2] == pytest.approx(1.0) and rows[0][3] == pytest.approx(rows[0][2])

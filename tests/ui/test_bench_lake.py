@@ -26,7 +26,8 @@ def _tables(data: Path) -> dict[str, list[Path]]:
 
 
 @pytest.fixture(scope="module")
-def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
+def roots(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(a data root the real stage-2 build built, one with the generated tables), same spans."""
     from spanrl.ingest.config import make_ingest_config
     from spanrl.transitions.build import build_transitions
 
@@ -35,7 +36,12 @@ def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
         write_lake(data, ROLLOUTS)
     build_transitions(make_ingest_config(data=built))
     write_stage2_tables(generated, ROLLOUTS)
-    return _tables(built), _tables(generated)
+    return built, generated
+
+
+@pytest.fixture(scope="module")
+def both(roots: tuple[Path, Path]) -> tuple[dict, dict]:
+    return _tables(roots[0]), _tables(roots[1])
 
 
 @pytest.mark.parametrize("name", sorted(TABLE_SQL))
@@ -53,20 +59,19 @@ def test_generated_table_equals_the_build(both: tuple[dict, dict], name: str) ->
     assert n >= ROLLOUTS
 
 
-def test_rollout_summary_counts_air_hits_and_failed_tools(both: tuple[dict, dict]) -> None:
-    """The summary a build writes for the UI, over the real build's tables: every 7th rollout's
-    failing tool is one AIR hit and one failed tool run; the generated lake's summary is the same."""
-    from spanrl.ui.data import create_rollout_summary
+def test_held_rollouts_count_air_hits_and_failed_tools(roots: tuple[Path, Path]) -> None:
+    """What the UI holds per rollout, over the real build's tables: every 7th rollout's failing tool
+    is one AIR hit and one failed tool run; over the generated tables it is the same."""
+    from spanrl.ui.data import HELD, Lake
 
-    built, generated = both
-    con = duckdb.connect()
-    for name, files in built.items():
-        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({[str(p) for p in files]!r})")
-    create_rollout_summary(con)
-    rows = con.execute("SELECT rollout_id, air_hits, n_tool_errors, n_tool_calls FROM rollout_summary").fetchall()
-    assert len(rows) == ROLLOUTS
-    for rollout_id, air_hits, tool_errors, tool_calls in rows:
-        n = int(rollout_id[1:])
-        assert (air_hits, tool_errors, tool_calls) == (int(n % 7 == 3), int(n % 7 == 3), 1 + n % 2), rollout_id
-    same = "SELECT * FROM rollout_summary EXCEPT ALL SELECT * FROM read_parquet($files)"
-    assert con.execute(same, {"files": [str(p) for p in generated["rollout_summary"]]}).fetchall() == []
+    held = []
+    for data in roots:
+        with Lake(data).connection() as con:
+            rel = con.execute(f"SELECT * EXCLUDE (snapshots) FROM {HELD} ORDER BY rollout_id")
+            cols = [d[0] for d in rel.description]
+            held.append([dict(zip(cols, row, strict=True)) for row in rel.fetchall()])
+    built, generated = held
+    assert len(built) == ROLLOUTS and built == generated
+    for row in built:
+        n, fails = int(row["rollout_id"][1:]), int(row["rollout_id"][1:]) % 7 == 3
+        assert (row["air_hits"], row["n_tool_errors"], row["n_tool_calls"]) == (int(fails), int(fails), 1 + n % 2)

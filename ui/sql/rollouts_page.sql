@@ -1,7 +1,7 @@
 -- name: rollouts_page
 -- One page of the Rollouts table under the current filter, with the filter's row count and reward
 -- mean on every row (a single row of NULL rollout columns when the page is past the end). Reads the
--- narrow rollout_summary as the server holds it (_ui_rollouts: AIR hits included, no join). NULL
+-- narrow per-rollout rows the server holds (_ui_rollouts, held_summary.sql: AIR hits included). NULL
 -- parameters mean "no filter"; $snapshot_bit is the snapshot's bit in the held ``snapshots`` column
 -- (ui/data.py snapshot_bit), $in_search switches on the /*search*/ table (the rollouts a text search
 -- matched). The ORDER BY slot is filled from a fixed list of sort keys (ui/filters.py SORTS).

@@ -2,10 +2,19 @@
 -- Delayed feedback rows (table _feedback, loaded from DATA/feedback/ by feedback.py) resolved to a
 -- rollout by rollout_id, trace_id or response_id (gen_ai.response.id of an LLM call). Rows whose key
 -- matches nothing keep rollout_id NULL: they are reported, never silently dropped.
-WITH known_rollouts AS (SELECT DISTINCT rollout_id FROM _span_tree),
+-- An incremental build computes only some traces: the _prior_* relations hold the rollouts, trace
+-- rollouts and LLM-call response ids of every other trace of the lake (empty in a full build and on
+-- a query connection), so every feedback row resolves exactly as over the whole lake.
+WITH known_rollouts AS (SELECT rollout_id FROM _span_tree UNION SELECT rollout_id FROM _prior_rollout_ids),
+trace_rollouts AS (
+    SELECT trace_id, rollout_id FROM _trace_rollouts
+    UNION ALL SELECT trace_id, rollout_id FROM _prior_trace_rollouts
+),
 responses AS (
     SELECT response_id, min(trace_id) AS trace_id, min(span_id) AS span_id, min(rollout_id) AS rollout_id
-    FROM _rollout_calls WHERE response_id IS NOT NULL GROUP BY response_id
+    FROM (SELECT response_id, trace_id, span_id, rollout_id FROM _rollout_calls WHERE response_id IS NOT NULL
+          UNION ALL SELECT response_id, trace_id, span_id, rollout_id FROM _prior_responses)
+    GROUP BY response_id
 )
 SELECT coalesce(f.trace_id, rc.trace_id) AS trace_id,
        rc.span_id AS span_id,
@@ -20,5 +29,5 @@ SELECT coalesce(f.trace_id, rc.trace_id) AS trace_id,
        coalesce('rollout_id=' || f.rollout_id, 'trace_id=' || f.trace_id, 'response_id=' || f.response_id) AS feedback_key
 FROM _feedback f
 LEFT JOIN known_rollouts kr ON kr.rollout_id = f.rollout_id
-LEFT JOIN _trace_rollouts tr ON tr.trace_id = f.trace_id
+LEFT JOIN trace_rollouts tr ON tr.trace_id = f.trace_id
 LEFT JOIN responses rc ON rc.response_id = f.response_id

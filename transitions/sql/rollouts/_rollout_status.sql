@@ -4,8 +4,11 @@
 -- rollout key: OTel exports a span when it ends, so the root's presence means it ended) and nothing
 -- of the rollout ended within the settle window before the lake's clock: the newest span end or
 -- ingest time in the lake (data, not wall time: rebuilding the same lake gives the same answer).
+-- An incremental build reads only some traces, so it passes the whole lake's clock as the variable
+-- spanrl_lake_now_ns (the same value, from every lake file); unset, it is computed from `spans`.
 WITH clock AS (
-    SELECT greatest(max(end_ns), max(epoch_ns(ingested_at))) AS now_ns FROM spans
+    SELECT coalesce(getvariable('spanrl_lake_now_ns'),
+                    (SELECT greatest(max(end_ns), max(epoch_ns(ingested_at))) FROM spans)) AS now_ns
 )
 SELECT t.rollout_id,
        list(DISTINCT t.trace_id ORDER BY t.trace_id) AS trace_ids,

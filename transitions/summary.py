@@ -1,0 +1,146 @@
+"""The stage-2 summary: numbers over every segment of a build (manifest ``stats``) and the table
+``spanrl ingest`` prints. Each number is one small query over the stored tables (scalar columns
+only), so the summary costs little however old the lake is."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from spanrl.transitions.credit import advantage_stats
+from spanrl.transitions.incremental import Plan
+
+if TYPE_CHECKING:
+    from spanrl.transitions.build import BuildResult
+
+
+def collect_stats(con: duckdb.DuckDBPyConnection, plan: Plan) -> dict[str, Any]:
+    """``con`` has views over the whole build: rollouts, rewards, _traces, _feedback_detail,
+    coverage, llm_calls and the snapshot's ``_digests`` / ``_rollout_rewards``."""
+    one = lambda sql: con.execute(sql).fetchall()[0]  # noqa: E731
+    pairs = lambda sql: {str(k): v for k, v in con.execute(sql).fetchall()}  # noqa: E731
+    r = one("""SELECT count(*), count(*) FILTER (WHERE complete), count(*) FILTER (WHERE NOT complete),
+                      count(*) FILTER (WHERE complete AND final_reward IS NULL) FROM rollouts""")
+    t = one("""SELECT coalesce(sum(n_rows), 0), count(*), count(DISTINCT task_id), min(r), max(r), avg(r),
+                      stddev_samp(r) FROM _digests""")
+    tr = one("""SELECT coalesce(sum(orphan_spans), 0), coalesce(sum(orphans_reattached), 0),
+                       coalesce(sum(agent_calls_repaired), 0), coalesce(sum(agent_repairs_ambiguous), 0),
+                       coalesce(sum(llm_calls_complete), 0), coalesce(sum(llm_calls_without_response), 0) FROM _traces""")
+    times = one("""SELECT min(started_ns), max(ended_ns) FROM rollouts SEMI JOIN _digests USING (rollout_id)""")
+    unknown = con.execute("""SELECT file || ':' || line || ' ' || feedback_key FROM _feedback_detail
+                             WHERE rollout_id IS NULL ORDER BY file, line""").fetchall()
+    return {
+        "rows": int(t[0]),
+        "rollouts_seen": r[0], "rollouts_complete": r[1], "rollouts_waiting": r[2],
+        "rollouts_without_reward": r[3],
+        "rollouts": t[1], "tasks": t[2],
+        "reward": {"min": t[3], "max": t[4], "mean": t[5], "std": t[6]},
+        "llm_calls_complete": int(tr[4]), "llm_calls_without_response": int(tr[5]),
+        "orphan_spans": int(tr[0]), "orphans_reattached": int(tr[1]),
+        "agent_calls_repaired": int(tr[2]), "agent_repairs_ambiguous": int(tr[3]),
+        "rewards_by_source": pairs("SELECT source, count(*) FROM rewards GROUP BY 1 ORDER BY 1"),
+        "air_hits_by_rule": pairs("SELECT name, count(*) FROM rewards WHERE source = 'air' GROUP BY 1 ORDER BY 1"),
+        "reward_mean_by_task": [
+            {"task_id": k, "rollouts": n, "mean": m}
+            for k, n, m in con.execute("""SELECT task_id, count(*), avg(r) FROM _digests GROUP BY task_id
+                                          ORDER BY count(*) DESC, task_id LIMIT 5""").fetchall()
+        ],
+        "feedback_unknown_keys": len(unknown),
+        "feedback_unknown": [u[0] for u in unknown[:20]],
+        "min_time_ns": times[0], "max_time_ns": times[1],
+        "llm_calls": one("SELECT count(*) FROM llm_calls")[0],
+        "content_coverage": content_coverage(con),
+        "advantage": advantage_stats(con),
+        "stage2": plan_stats(plan),
+    }
+
+
+def plan_stats(plan: Plan) -> dict[str, Any]:
+    return {"mode": "full" if plan.full else "incremental", "reason": plan.reason, "traces_recomputed": plan.traces,
+            "why": plan.why, "new_lake_files": len(plan.new_files), "lake_files_gone": len(plan.gone_files),
+            "closure_rounds": plan.rounds, "segments": plan.segments}
+
+
+MAX_KEYS = 40  # attribute keys listed per scope in the manifest (flattened messages can be hundreds)
+
+
+def content_coverage(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Per instrumentation scope: LLM calls without input / output content (the stored ``coverage``
+    rows of every segment), with what their spans carried."""
+    rows = con.execute("""
+        SELECT scope_name, scope_version, count(*) FILTER (WHERE missing_input),
+               count(*) FILTER (WHERE missing_output), list_sort(list_distinct(list(convention))),
+               list_sort(list_distinct(flatten(list(attribute_keys)))), list_sort(list_distinct(flatten(list(event_names))))
+        FROM coverage
+        GROUP BY ALL ORDER BY count(*) DESC, scope_name NULLS LAST, scope_version NULLS LAST""").fetchall()
+    return [{"scope_name": s, "scope_version": v, "without_input": n_in, "without_output": n_out,
+             "conventions": conv, "attribute_keys": keys[:MAX_KEYS], "event_names": events}
+            for s, v, n_in, n_out, conv, keys, events in rows]
+
+
+def _stage2_line(s: dict[str, Any]) -> str:
+    st = s.get("stage2") or {}
+    segs = st.get("segments") or {}
+    kept = f"{segs.get('written', 0)} segment(s) written, {segs.get('rewritten', 0)} rewritten, {segs.get('reused', 0)} reused"
+    if st.get("mode") == "full":
+        return f"full rebuild ({st.get('reason')}): {st.get('traces_recomputed', 0)} traces; {kept}"
+    why = ", ".join(f"{k} {v}" for k, v in (st.get("why") or {}).items()) or "nothing new"
+    return f"incremental: {st.get('traces_recomputed', 0)} traces recomputed ({why}); {kept}"
+
+
+def print_summary(result: BuildResult) -> None:
+    """The stage-2 summary table (rich): rollouts, calls, rewards, AIR, task means, snapshot."""
+    from rich.console import Console
+    from rich.table import Table
+
+    s = result.stats
+    table = Table(title="transitions", show_header=False, title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    if s.get("stage2"):
+        table.add_row("stage 2", _stage2_line(s))
+    table.add_row("rollouts complete / waiting", f"{s.get('rollouts_complete', 0)} / {s.get('rollouts_waiting', 0)}")
+    table.add_row("rollouts in snapshot", f"{s.get('rollouts', 0)} ({s.get('tasks', 0)} tasks; "
+                  f"{s.get('rollouts_without_reward', 0)} without reward)")
+    table.add_row("LLM calls -> transitions", f"{s.get('llm_calls_complete', 0)} -> {result.rows}")
+    table.add_row("LLM calls in the lake", str(s.get("llm_calls", 0)))
+    table.add_row("rewards by source", _pairs(s.get("rewards_by_source", {})))
+    table.add_row("AIR hits by rule", _pairs(s.get("air_hits_by_rule", {})))
+    reward = s.get("reward", {})
+    if reward.get("mean") is not None:
+        table.add_row("final reward", f"mean {reward['mean']:.3f}, min {reward['min']:.3f}, max {reward['max']:.3f}")
+    for task in s.get("reward_mean_by_task", []):
+        mean = "n/a" if task["mean"] is None else f"{task['mean']:.3f}"
+        table.add_row(f"  task {task['task_id']}", f"mean {mean} over {task['rollouts']} rollouts")
+    adv = s.get("advantage", {})
+    if adv:
+        table.add_row("advantage groups", f"{adv['groups']} ({adv['zero_variance_groups']} zero-variance); "
+                      f"{adv['batch_fallback_rollouts']} rollouts on the batch baseline")
+    if s.get("orphan_spans"):
+        table.add_row("orphan spans re-attached", f"{s['orphans_reattached']} of {s['orphan_spans']}")
+    if s.get("agent_calls_repaired") or s.get("agent_repairs_ambiguous"):
+        table.add_row("agents by hierarchy repair",
+                      f"{s['agent_calls_repaired']} calls ({s['agent_repairs_ambiguous']} ambiguous, left without)")
+    if s.get("config_changed"):
+        table.add_row("stage-2 config changed", ", ".join(s["config_changed"])
+                      + ": every rollout was rebuilt with the new config (LATEST's config differs)")
+    if s.get("feedback_unknown_keys"):
+        table.add_row("feedback with unknown key", f"{s['feedback_unknown_keys']}: " + ", ".join(s["feedback_unknown"]))
+    for g in s.get("content_coverage", []):
+        table.add_row(f"  without content: {g['scope_name'] or '?'} {g['scope_version'] or ''}".rstrip(),
+                      f"{g['without_input']} without input, {g['without_output']} without output")
+    console = Console()
+    console.print(table)
+    from spanrl.transitions.coverage import coverage_hint
+
+    hint = coverage_hint(s.get("content_coverage", []))
+    if hint:
+        console.print(hint, soft_wrap=True, highlight=False, markup=False)
+    verdict = {"written": f"written {result.path}", "unchanged": f"unchanged (LATEST = {result.snapshot_id})",
+               "empty": "none written: no complete rollout with transitions yet"}[result.status]
+    console.print(f"snapshot: {verdict}", soft_wrap=True, highlight=False)
+
+
+def _pairs(d: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in d.items()) or "none"
