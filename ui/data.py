@@ -45,7 +45,9 @@ from spanrl.transitions.snapshot import (
 _SQL = SqlFiles("spanrl.ui")
 # Relations copied into memory once per lake version, in dependency order (see the module docstring).
 STAGE1_CACHED = ("llm_calls", "tool_calls")
-SNAPSHOT_VIEW = "_ui_snapshot"  # the snapshot a query filters by, registered as an Arrow dataset
+SNAPSHOT_VIEW = "_ui_snapshot"  # the snapshot a query reads (register_snapshot: advantages filled)
+NO_SNAPSHOT = "_ui_no_snapshot"  # an empty snapshot, what SNAPSHOT_VIEW reads when none is asked for
+MARKING = "_ui_marking"  # the snapshot parts whose rollout ids mark_snapshot.sql reads
 HELD = "_ui_rollouts"  # one narrow row per rollout for the list pages, in DuckDB's memory (held_summary.sql)
 WARM_SNAPSHOTS = 2  # snapshots whose rollout ids prepare reads ahead: LATEST's and the last cycle's
 NO_ROLLOUTS = "_ui_no_rollouts"  # an empty rollout_id table: the /*search*/ slot unused
@@ -146,11 +148,11 @@ def snapshot_bit(prepared: Prepared, data: Path, snapshot_id: str) -> int:
         free = [held.pop(oldest)]
         con.execute(f"UPDATE {HELD} SET snapshots = snapshots & ~$bit::UTINYINT WHERE snapshots & $bit <> 0",
                     {"bit": free[0]})
-    con.register(SNAPSHOT_VIEW, snapshot_dataset(data, snapshot_id))
+    con.register(MARKING, snapshot_dataset(data, snapshot_id))  # only rollout_id is read: the raw parts
     try:
         con.execute(_SQL.read("mark_snapshot").replace("/*held*/", HELD), {"bit": free[0]})
     finally:
-        _register_empty(con)
+        con.unregister(MARKING)
     held[snapshot_id] = free[0]
     return free[0]
 
@@ -166,10 +168,12 @@ def _search_table(con: duckdb.DuckDBPyConnection, trace_ids: pa.Table) -> str:
 
 
 def _register_empty(con: duckdb.DuckDBPyConnection) -> None:
-    """The filter relations exist, empty, whenever no query has registered its own."""
+    """The filter relations exist, empty, whenever no query has registered its own (the snapshot's a
+    temp view, as ``register_snapshot`` makes it)."""
     from spanrl.transitions import TRANSITION_SCHEMA
 
-    con.register(SNAPSHOT_VIEW, TRANSITION_SCHEMA.empty_table())
+    con.register(NO_SNAPSHOT, TRANSITION_SCHEMA.empty_table())
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {SNAPSHOT_VIEW} AS SELECT * FROM {NO_SNAPSHOT}")
     con.register(SEARCH_VIEW, pa.table({"trace_id": pa.array([], pa.string())}))
 
 
