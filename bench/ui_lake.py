@@ -34,6 +34,7 @@ ROLLOUT_GAP_NS = 1_000_000_000  # one rollout starts every second: 1M rollouts ~
 N_TASKS = 500
 CHUNK = 50_000  # rollouts per lake file (~325k spans): one ingest batch
 ROW_GROUP_SIZE = 20_480  # what ingest/load.py writes
+ROWS_PER_PART = 50_000  # snapshot rows per part
 PROMPT = "You are a careful assistant who answers briefly. " * 6
 
 # One rollout n: its trace, start, agent and task ($lo..$hi); every relation below derives from it.
@@ -220,12 +221,11 @@ def _inline(sql: str, params: dict) -> str:
 
 def write_snapshot_rows(data: Path, rollouts: int, threads: int = 2) -> str:
     """One snapshot over every rollout through the transitions writer, its rows in (rollout_id, step)
-    order and ``ROWS_PER_PART`` to a part as the builder writes them; returns its id (LATEST's when
+    order and ``ROWS_PER_PART`` to a part; returns its id (LATEST's when
     one is already there)."""
     import pyarrow as pa
 
     from spanrl.transitions import open_snapshot
-    from spanrl.transitions.build import ROWS_PER_PART
     from spanrl.transitions.snapshot import latest_manifest
 
     latest = latest_manifest(data)
