@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from spanrl.errors import InputError
-from spanrl.options import find_config_file, load_toml
+from spanrl.options import check_keep, find_config_file, load_toml
 
 CREDIT_CHOICES = ("air", "identical", "discounted", "last")
 ADVANTAGE_CHOICES = ("group", "batch", "none")
 MISSING_REWARD_CHOICES = ("drop", "zero")
+HOUSEKEEPING_KEYS = ("keep_days", "keep_snapshots")  # say what to delete after a run, not how rows are made
 
 
 @dataclass
@@ -49,6 +50,11 @@ class IngestConfig:
         metadata={"help": "Extra attributes whose value is a reward (span, span-event and log-record attributes)."},
     )
     config_file: Path | None = field(default=None, metadata={"help": "spanrl.toml with [ingest] and [air]."})
+    # housekeeping: what a run deletes afterwards, never which rows it makes (see HOUSEKEEPING_KEYS)
+    keep_days: int | None = field(default=None, metadata={
+        "help": "Drop lake date partitions older than the newest one minus this many days (after stage 1)."})
+    keep_snapshots: int | None = field(default=None, metadata={
+        "help": "Keep this many newest snapshots (plus LATEST and every one a training run used)."})
 
     def __post_init__(self) -> None:
         self.data = Path(self.data)
@@ -67,6 +73,9 @@ class IngestConfig:
             if key is not None:
                 check_attribute_name(flag, key)
         check_memory_limit(self.memory_limit)
+        for key in HOUSEKEEPING_KEYS:
+            if getattr(self, key) is not None:
+                check_keep(f"--{key.replace('_', '-')}", getattr(self, key))
         if self.agent is not None:
             try:
                 re.compile(self.agent)
@@ -74,8 +83,10 @@ class IngestConfig:
                 raise InputError(f"--agent {self.agent!r} is not a regular expression ({exc})") from None
 
     def to_dict(self) -> dict[str, Any]:
+        """The resolved config a snapshot's manifest records; housekeeping keys left out, so a
+        changed retention setting is never mistaken for a changed stage-2 config (a rebuild)."""
         d = asdict(self)
-        return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items() if k not in HOUSEKEEPING_KEYS}
 
 
 def describe_config_file(cfg: IngestConfig) -> str:

@@ -13,7 +13,6 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +24,8 @@ import pyarrow.parquet as pq
 from spanrl.ingest.anyvalue import register_any_json
 from spanrl.ingest.config import IngestConfig, describe_config_file
 from spanrl.ingest.decode import decode_to_json_lines
+from spanrl.ingest.housekeeping import finish_interrupted
+from spanrl.ingest.lakeio import PARQUET_OPTIONS, lake_lock  # lake_lock: imported from here by later stages
 from spanrl.ingest.scan import (
     REJECTS_SCHEMA,
     FileStateError,
@@ -39,10 +40,8 @@ from spanrl.ingest.scan import (
     write_file_state,
 )
 from spanrl.ingest.views import read_sql, render_sql, sql_literal
-from spanrl.publish import exclusive
 
 SLOW_CHUNK_BYTES = 64 << 20
-PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 20480"
 
 
 @dataclass
@@ -257,14 +256,6 @@ def _file_record(item: SpanFile, spans: int, logs: int, now: datetime) -> dict:
             "status": "active" if item.active else "closed", "ingested_at": now}
 
 
-def lake_lock(lake: Path) -> AbstractContextManager[None]:
-    """One writer per lake at a time: a stage-1 run (two would read the same new bytes twice) or a
-    snapshot build (it would read a lake half published). ``spanrl ingest`` holds it across both
-    stages; a second writer is refused at once (exit 2) rather than queued behind a long run."""
-    return exclusive(lake / ".ingest.lock", f"another `spanrl ingest` or `spanrl transitions build` is writing "
-                                            f"{lake}; wait for it to finish and run again")
-
-
 def load_lake(cfg: IngestConfig, on_progress: Callable[[SpanFile, int], None] | None = None,
               on_plan: Callable[[list[SpanFile]], None] | None = None) -> LakeSummary:
     """Stage 1 of ``spanrl ingest``: every new byte of span files into the deduplicated lake."""
@@ -277,6 +268,7 @@ def _load_lake(cfg: IngestConfig, on_progress: Callable[[SpanFile, int], None] |
     t0 = time.perf_counter()
     lake = cfg.data / "lake"
     summary = LakeSummary()
+    summary.warnings += finish_interrupted(lake)  # a compaction or prune a crash cut short
     state = recover_file_state(lake, summary.warnings)
     plan = plan_files(list_input_files(cfg.data, cfg.input), state, summary.warnings)
     try:

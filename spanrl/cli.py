@@ -1,8 +1,10 @@
 """The ``spanrl`` command: one click group that registers each stage's commands.
 
 It also wires ``spanrl ingest`` itself, the one command that runs two stages (span files -> lake,
-then lake -> snapshot), so that no stage imports a later one. torch, transformers and peft are
-imported inside the train/serve bodies only, so ``spanrl sql --help`` stays fast without them.
+then lake -> snapshot), so that no stage imports a later one. Every other command's module is
+imported only when that command runs (``COMMANDS``), so a nightly ``spanrl ingest`` or an analyst's
+``spanrl sql`` does not pay for the web app's, the server's or the trainer's imports; torch,
+transformers and peft are imported inside the train/serve bodies only.
 """
 
 from __future__ import annotations
@@ -21,8 +23,40 @@ from spanrl.transitions.cli import make_config, stage2_options
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
 
+# command name -> "module:attribute", imported on first use (``spanrl --help`` imports them all)
+COMMANDS = {
+    "collector": "spanrl.collector.cli:collector",
+    "lake": "spanrl.ingest.lake_cli:lake",
+    "transitions": "spanrl.transitions.cli:transitions",
+    "sql": "spanrl.query.cli:sql",
+    "train": "spanrl.trainer.cli:train",
+    "adapters": "spanrl.trainer.cli:adapters",
+    "serve": "spanrl.serve.cli:serve",
+    "demo": "spanrl.demo.cli:demo",
+    "report": "spanrl.demo.cli:report",
+    "tasks": "spanrl.rollout.cli:tasks",
+    "rollout": "spanrl.rollout.cli:rollout",
+    "judge": "spanrl.judge.cli:judge",
+    "export": "spanrl.export.cli:export",
+    "ui": "spanrl.ui.cli:ui",
+}
+
+
 class _Group(click.Group):
-    """Translates stage errors once: InputError -> exit 2 with its message."""
+    """Translates stage errors once: InputError -> exit 2 with its message; loads commands lazily."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is None and name in COMMANDS:
+            import importlib
+
+            module, attribute = COMMANDS[name].split(":")
+            command = getattr(importlib.import_module(module), attribute)
+            self.add_command(command, name)
+        return command
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
@@ -62,30 +96,23 @@ def ingest(data: Path, settle: str | None, **flags) -> None:
 
     with lake_lock(cfg.data / "lake"):  # both stages, so no other writer slips in between them
         load_lake_with_progress(cfg)
+        if cfg.keep_days is not None:  # before stage 2: the snapshot is built from the pruned lake
+            from spanrl.ingest.housekeeping import prune_lake
+            from spanrl.ingest.lake_cli import print_prune
+
+            print_prune(prune_lake(cfg.data, cfg.keep_days))
         if not cfg.no_transitions:
             from spanrl.transitions.build import build_transitions, print_summary
 
             print_summary(build_transitions(cfg))
+        if cfg.keep_snapshots is not None:
+            from spanrl.transitions.cli import print_snapshot_cleanup
+            from spanrl.transitions.retention import clean_snapshots
+
+            print_snapshot_cleanup(clean_snapshots(cfg.data, cfg.keep_snapshots))
 
 
-def _register() -> None:
-    from spanrl.collector.cli import collector
-    from spanrl.demo.cli import demo, report
-    from spanrl.export.cli import export
-    from spanrl.judge.cli import judge
-    from spanrl.query.cli import sql
-    from spanrl.rollout.cli import rollout, tasks
-    from spanrl.serve.cli import serve
-    from spanrl.trainer.cli import adapters, train
-    from spanrl.transitions.cli import transitions
-    from spanrl.ui.cli import ui
-
-    for command in (collector, ingest, transitions, sql, train, adapters, serve, demo, report, tasks, rollout, judge,
-                    export, ui):
-        cli.add_command(command)
-
-
-_register()
+cli.add_command(ingest)
 
 
 def main() -> None:  # pragma: no cover - thin wrapper for python -m

@@ -68,3 +68,12 @@ def load_toml(path: Path | None) -> dict[str, Any]:
         raise InputError(f"{path}: config file not found; pass an existing --config or leave it out") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: not valid TOML ({exc}); fix the file and run again") from None
+
+
+def check_keep(flag: str, value: Any) -> int:
+    """A retention count (``--keep-days``, ``--keep-snapshots``, ``--keep-adapters``, ``--keep``, or
+    its spanrl.toml key): a whole number >= 1. 0 would keep nothing (or only the newest day), never
+    what a nightly job means, so it is refused rather than obeyed."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{flag} {value!r}: give a whole number >= 1")
+    return value

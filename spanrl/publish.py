@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 TMP_PREFIX = ".tmp-"
+TRASH_PREFIX = ".trash-"  # a published folder being deleted: hidden first, so no reader sees half of it
 POINTER = "LATEST"
 
 
@@ -75,6 +76,27 @@ def clean_drafts(root: Path, older_than_s: float = 3600.0) -> int:
     for tmp in Path(root).glob(f"{TMP_PREFIX}*"):
         if tmp.is_dir() and now - tmp.stat().st_mtime > older_than_s:
             shutil.rmtree(tmp, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def discard(folder: Path) -> None:
+    """Delete a published folder: one rename to a hidden ``.trash-<name>`` (readers and listings
+    skip hidden names, so nobody sees a half-deleted folder), then ``rmtree``. Hard links into
+    other folders (a snapshot reusing its predecessor's parts) keep those files alive there."""
+    folder = Path(folder)
+    trash = folder.with_name(f"{TRASH_PREFIX}{folder.name}")
+    shutil.rmtree(trash, ignore_errors=True)
+    os.rename(folder, trash)
+    shutil.rmtree(trash)
+
+
+def sweep_trash(root: Path) -> int:
+    """Finish deletes a killed ``discard`` left (hidden ``.trash-*`` folders, never drafts)."""
+    removed = 0
+    for trash in Path(root).glob(f"{TRASH_PREFIX}*"):
+        if trash.is_dir():
+            shutil.rmtree(trash, ignore_errors=True)
             removed += 1
     return removed
 

@@ -6,10 +6,14 @@ torch/transformers/peft are imported inside the command bodies only (the ``train
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from spanrl.options import data_option
+
+if TYPE_CHECKING:
+    from spanrl.trainer.retention import AdapterCleanup
 
 
 def _train_help(name: str) -> str:
@@ -50,6 +54,7 @@ def _train_help(name: str) -> str:
 @click.option("--fresh", is_flag=True, default=None, help=_train_help("fresh"))
 @click.option("--retrain", is_flag=True, default=None, help=_train_help("retrain"))
 @click.option("--new-only", is_flag=True, default=None, help=_train_help("new_only"))
+@click.option("--keep-adapters", type=int, default=None, metavar="N", help=_train_help("keep_adapters"))
 @click.option("--notify", default=None, help="vLLM base URL: POST /v1/load_lora_adapter after saving (failure = warning).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--no-promote", is_flag=True,
@@ -89,6 +94,10 @@ def train(data: Path, model: Path, snapshot: str | None, loss: str | None, out: 
     click.echo(f"rows {s.rows}: engine {s.engine}, text {s.text}, skipped {s.skipped} ({s.summary()})")
     if no_promote:
         click.echo(f"candidate {result.cycle_id}: adapters/LATEST unchanged; `spanrl adapters promote {result.cycle_id}` makes it LATEST")
+    if cfg.keep_adapters is not None:
+        from spanrl.trainer.retention import clean_adapters
+
+        print_adapter_cleanup(clean_adapters(cfg.adapters_root, cfg.keep_adapters, data=cfg.data))
 
 
 @click.group()
@@ -140,3 +149,33 @@ def adapters_promote(data: Path, out: Path | None, cycle_id: str) -> None:
 
     folder = promote_adapter(out or adapters_dir(data), cycle_id)
     click.echo(f"adapters/LATEST -> {folder}")
+
+
+@adapters.command("clean")
+@data_option
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Adapters root (default DATA/adapters).")
+@click.option("--keep", type=int, required=True, metavar="N", help="Keep the N newest adapters (and every protected one).")
+@click.option("--dry-run", is_flag=True, help="Say what would be deleted; delete nothing.")
+def adapters_clean(data: Path, out: Path | None, keep: int, dry_run: bool) -> None:
+    """Delete old adapters: keeps the N newest, LATEST, those DATA/demo/cycles.jsonl names, and every
+    ancestor of a kept adapter (--new-only walks that chain). Drafts being saved are never touched.
+
+    \b
+    Example:
+      spanrl adapters clean --keep 5 --dry-run
+    """
+    from spanrl.trainer.adapter import adapters_dir
+    from spanrl.trainer.retention import clean_adapters
+
+    print_adapter_cleanup(clean_adapters(out or adapters_dir(data), keep, data=data, dry_run=dry_run))
+
+
+def print_adapter_cleanup(plan: AdapterCleanup) -> None:
+    """What was deleted (or would be), and why each survivor stays."""
+    verb = "would delete" if plan.dry_run else "deleted"
+    click.echo(f"adapters: {verb} {len(plan.remove)}, kept {len(plan.keep)} "
+               f"({plan.freed / 1e6:,.1f} MB {'to free' if plan.dry_run else 'freed'})", err=True)
+    for name in plan.remove:
+        click.echo(f"  {verb} {name}", err=True)
+    for name, why in plan.keep.items():
+        click.echo(f"  kept {name}: {why}", err=True)

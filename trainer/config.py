@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from spanrl.errors import InputError
-from spanrl.options import find_config_file, load_toml
+from spanrl.options import check_keep, find_config_file, load_toml
 
 LOSS_CHOICES = ("pg", "ppo", "sft")
 AGG_CHOICES = ("rollout", "sequence", "token")
@@ -75,6 +75,9 @@ class TrainConfig:
         "help": "Train only on rollouts that no earlier cycle of adapters/LATEST's chain trained on."})
     retrain: bool = field(default=False, metadata={
         "help": "Train on a snapshot that adapters/LATEST was already trained on (default: skip it)."})
+    keep_adapters: int | None = field(default=None, metadata={
+        "help": "After saving: keep the N newest adapters, plus LATEST and every ancestor of a kept one "
+                "(`spanrl adapters clean`)."})
 
     def __post_init__(self) -> None:
         self.model = Path(self.model)
@@ -106,6 +109,8 @@ class TrainConfig:
             raise InputError(f"--lora-r {self.lora_r}: vLLM accepts {', '.join(map(str, VLLM_LORA_RANKS))}")
         if self.lora_alpha <= 0:
             raise InputError(f"--lora-alpha must be > 0, got {self.lora_alpha}")
+        if self.keep_adapters is not None:
+            check_keep("--keep-adapters", self.keep_adapters)
 
     @property
     def adapters_root(self) -> Path:

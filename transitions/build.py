@@ -22,7 +22,6 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,34 +55,22 @@ from spanrl.transitions.snapshot import (
     transitions_dir,
 )
 from spanrl.transitions.sqlfiles import read_sql
-from spanrl.transitions.summary import collect_stats, print_summary  # noqa: F401  (re-exported for the CLI)
+from spanrl.transitions.summary import BuildResult, collect_stats, print_summary  # noqa: F401  (re-exported)
 from spanrl.transitions.tables import (
     BY_TRACE,
     SEGMENT_TABLES,
     STATE_FORMAT,
-    global_file,
     inventory,
     load_state,
     publish_build,
+    register_build_views,
     reuse_key,
-    segment_files,
     tables_dir,
     write_segment,
 )
 
 CRASH_ENV = "SPANRL_TEST_CRASH_AT"
 HOLD_ENV = "SPANRL_TEST_HOLD_AT"  # "<point>:<file>": wait at <point> until <file> exists (tests only)
-
-
-@dataclass
-class BuildResult:
-    """What one stage-2 run did. status: written | unchanged | empty."""
-
-    status: str
-    snapshot_id: str | None
-    path: Path | None
-    rows: int
-    stats: dict[str, Any] = field(default_factory=dict)
 
 
 def build_transitions(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None = None) -> BuildResult:
@@ -295,7 +282,7 @@ def _snapshot(cfg: IngestConfig, state: dict[str, Any], config: dict[str, Any], 
     con = duckdb.connect()
     try:
         con.execute("SET enable_progress_bar = false")
-        _views(con, data, state)
+        register_build_views(con, data, state)
         create_rollout_advantages(con, cfg.advantage, EPS)
         stats = collect_stats(con, plan)
         latest = latest_manifest(data)
@@ -323,44 +310,6 @@ def _snapshot(cfg: IngestConfig, state: dict[str, Any], config: dict[str, Any], 
             return BuildResult("written", draft.snapshot_id, path, n_rows, stats)
     finally:
         con.close()
-
-
-def _views(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any]) -> None:
-    """Views over every segment (and the whole-lake feedback tables) of ``state``."""
-    empty = {"_digests": "rollout_id VARCHAR, task_id VARCHAR, r DOUBLE, n_rows BIGINT, digest VARCHAR, "
-                         "source_files VARCHAR[]"}
-    for name, table in (("rollouts", "rollouts"), ("_traces", "_traces"), ("_digests", "digests"),
-                        ("coverage", "coverage"), ("llm_calls", "llm_calls"), ("segment_rewards", "rewards")):
-        files = [str(p) for p in segment_files(data, state, table)]
-        if files:
-            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({sql_literal(files)}, union_by_name = true)")
-        elif name in empty:
-            con.execute(f"CREATE TABLE {name} ({empty[name]})")
-        else:
-            con.execute(f"CREATE TABLE {name} AS SELECT * FROM ({_EMPTY[name]}) WHERE false")
-    fb, detail = global_file(data, state, "feedback_rewards"), global_file(data, state, "_feedback_detail")
-    con.execute("CREATE VIEW rewards AS SELECT * FROM segment_rewards" + (
-        f" UNION ALL BY NAME SELECT * FROM read_parquet({sql_literal(str(fb))})" if fb else ""))
-    con.execute("CREATE VIEW _feedback_detail AS " + (
-        f"SELECT * FROM read_parquet({sql_literal(str(detail))})" if detail
-        else "SELECT NULL::VARCHAR AS file, NULL::BIGINT AS line, NULL::VARCHAR AS rollout_id, "
-             "NULL::VARCHAR AS feedback_key WHERE false"))
-    con.execute("CREATE VIEW _rollout_rewards AS SELECT rollout_id, task_id, r FROM _digests")
-
-
-_EMPTY = {
-    "rollouts": "SELECT NULL::VARCHAR AS rollout_id, NULL::BOOLEAN AS complete, NULL::DOUBLE AS final_reward, "
-                "NULL::BIGINT AS started_ns, NULL::BIGINT AS ended_ns",
-    "_traces": "SELECT 0 AS orphan_spans, 0 AS orphans_reattached, 0 AS agent_calls_repaired, "
-               "0 AS agent_repairs_ambiguous, 0 AS llm_calls_complete, 0 AS llm_calls_without_response",
-    "coverage": "SELECT NULL::VARCHAR AS scope_name, NULL::VARCHAR AS scope_version, NULL::BOOLEAN AS missing_input, "
-                "NULL::BOOLEAN AS missing_output, NULL::VARCHAR AS convention, []::VARCHAR[] AS attribute_keys, "
-                "[]::VARCHAR[] AS event_names",
-    "llm_calls": "SELECT NULL::VARCHAR AS trace_id",
-    "segment_rewards": "SELECT NULL::VARCHAR AS trace_id, NULL::VARCHAR AS span_id, NULL::VARCHAR AS rollout_id, "
-                       "NULL::VARCHAR AS name, NULL::DOUBLE AS value, NULL::VARCHAR AS source, NULL::BIGINT AS ts_ns, "
-                       "NULL::VARCHAR AS target_span_id, NULL::BOOLEAN AS is_primary",
-}
 
 
 def _feedback_paths(data: Path, state: dict[str, Any]) -> list[Path]:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from spanrl.ingest.config import ADVANTAGE_CHOICES, CREDIT_CHOICES, make_ingest_config
 from spanrl.options import data_option, parse_duration
+
+if TYPE_CHECKING:
+    from spanrl.transitions.retention import SnapshotCleanup
 
 
 def stage2_options(func):
@@ -61,10 +65,45 @@ def transitions_build(data: Path, settle: str | None, **flags) -> None:
       spanrl transitions build --credit discounted --advantage batch
     """
     from spanrl.ingest.config import describe_config_file
+    from spanrl.ingest.housekeeping import finish_interrupted
+    from spanrl.ingest.load import lake_lock
     from spanrl.transitions.build import build_transitions, print_summary
 
     cfg = make_config(data, settle, **flags)
     click.echo(describe_config_file(cfg), err=True)
-    print_summary(build_transitions(cfg))
+    with lake_lock(cfg.data / "lake"):  # the builder takes it again (re-entrant)
+        for line in finish_interrupted(cfg.data / "lake"):  # a compaction cut short: no rows read twice
+            click.echo(f"repair: {line}", err=True)
+        print_summary(build_transitions(cfg))
 
 
+
+
+@transitions.command("clean")
+@data_option
+@click.option("--keep", type=int, required=True, metavar="N", help="Keep the N newest snapshots (and every protected one).")
+@click.option("--dry-run", is_flag=True, help="Say what would be deleted; delete nothing.")
+def transitions_clean(data: Path, keep: int, dry_run: bool) -> None:
+    """Delete old snapshots: keeps the N newest, LATEST, and every snapshot a training run used.
+
+    Training runs are read from DATA/adapters (cycles.jsonl, each training_state.json) and
+    DATA/demo/cycles.jsonl. Drafts being written are never touched. Holds the lake's writer lock.
+
+    \b
+    Example:
+      spanrl transitions clean --keep 7 --dry-run
+    """
+    from spanrl.transitions.retention import clean_snapshots
+
+    print_snapshot_cleanup(clean_snapshots(data, keep, dry_run=dry_run))
+
+
+def print_snapshot_cleanup(plan: SnapshotCleanup) -> None:
+    """What was deleted (or would be), and why each survivor stays."""
+    verb = "would delete" if plan.dry_run else "deleted"
+    click.echo(f"snapshots: {verb} {len(plan.remove)}, kept {len(plan.keep)} "
+               f"({plan.freed / 1e6:,.1f} MB {'to free' if plan.dry_run else 'freed'})", err=True)
+    for sid in plan.remove:
+        click.echo(f"  {verb} {sid}", err=True)
+    for sid, why in plan.keep.items():
+        click.echo(f"  kept {sid}: {why}", err=True)

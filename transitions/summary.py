@@ -4,15 +4,27 @@ only), so the summary costs little however old the lake is."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import duckdb
 
 from spanrl.transitions.credit import advantage_stats
 from spanrl.transitions.incremental import Plan
 
-if TYPE_CHECKING:
-    from spanrl.transitions.build import BuildResult
+
+@dataclass
+class BuildResult:
+    """What one stage-2 run did. status: written | unchanged | empty."""
+
+    status: str
+    snapshot_id: str | None
+    path: Path | None
+    rows: int
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
 
 
 def collect_stats(con: duckdb.DuckDBPyConnection, plan: Plan) -> dict[str, Any]:

@@ -212,3 +212,42 @@ def _as_map(files: Any) -> dict[str, list[Any]]:
     if isinstance(files, dict):
         return files
     return {f[0]: list(f[1:]) for f in files or []}
+
+
+def register_build_views(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any]) -> None:
+    """Views over every segment of ``state`` (rollouts, _traces, _digests, coverage, llm_calls, rewards with
+    the whole-lake feedback rows, _feedback_detail, _rollout_rewards): what the summary and the snapshot read."""
+    empty = {"_digests": "rollout_id VARCHAR, task_id VARCHAR, r DOUBLE, n_rows BIGINT, digest VARCHAR, "
+                         "source_files VARCHAR[]"}
+    for name, table in (("rollouts", "rollouts"), ("_traces", "_traces"), ("_digests", "digests"),
+                        ("coverage", "coverage"), ("llm_calls", "llm_calls"), ("segment_rewards", "rewards")):
+        files = [str(p) for p in segment_files(data, state, table)]
+        if files:
+            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({sql_literal(files)}, union_by_name = true)")
+        elif name in empty:
+            con.execute(f"CREATE TABLE {name} ({empty[name]})")
+        else:
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM ({_EMPTY[name]}) WHERE false")
+    fb, detail = global_file(data, state, "feedback_rewards"), global_file(data, state, "_feedback_detail")
+    con.execute("CREATE VIEW rewards AS SELECT * FROM segment_rewards" + (
+        f" UNION ALL BY NAME SELECT * FROM read_parquet({sql_literal(str(fb))})" if fb else ""))
+    con.execute("CREATE VIEW _feedback_detail AS " + (
+        f"SELECT * FROM read_parquet({sql_literal(str(detail))})" if detail
+        else "SELECT NULL::VARCHAR AS file, NULL::BIGINT AS line, NULL::VARCHAR AS rollout_id, "
+             "NULL::VARCHAR AS feedback_key WHERE false"))
+    con.execute("CREATE VIEW _rollout_rewards AS SELECT rollout_id, task_id, r FROM _digests")
+
+
+_EMPTY = {
+    "rollouts": "SELECT NULL::VARCHAR AS rollout_id, NULL::BOOLEAN AS complete, NULL::DOUBLE AS final_reward, "
+                "NULL::BIGINT AS started_ns, NULL::BIGINT AS ended_ns",
+    "_traces": "SELECT 0 AS orphan_spans, 0 AS orphans_reattached, 0 AS agent_calls_repaired, "
+               "0 AS agent_repairs_ambiguous, 0 AS llm_calls_complete, 0 AS llm_calls_without_response",
+    "coverage": "SELECT NULL::VARCHAR AS scope_name, NULL::VARCHAR AS scope_version, NULL::BOOLEAN AS missing_input, "
+                "NULL::BOOLEAN AS missing_output, NULL::VARCHAR AS convention, []::VARCHAR[] AS attribute_keys, "
+                "[]::VARCHAR[] AS event_names",
+    "llm_calls": "SELECT NULL::VARCHAR AS trace_id",
+    "segment_rewards": "SELECT NULL::VARCHAR AS trace_id, NULL::VARCHAR AS span_id, NULL::VARCHAR AS rollout_id, "
+                       "NULL::VARCHAR AS name, NULL::DOUBLE AS value, NULL::VARCHAR AS source, NULL::BIGINT AS ts_ns, "
+                       "NULL::VARCHAR AS target_span_id, NULL::BOOLEAN AS is_primary",
+}

@@ -377,3 +377,33 @@ def test_new_only_trains_each_rollout_once_across_cumulative_snapshots(model_dir
     assert not (transitions_dir(tmp_path) / first.name).exists()
     with pytest.raises(InputError, match="is gone"):
         train(_cfg(model_dir, tmp_path, new_only=True), progress=False)
+
+
+@pytest.mark.slow  # two real cycles (~4 s on 2 busy cores)
+def test_cleanup_after_real_cycles_keeps_what_new_only_needs(model_dir: Path, tokenizer, tmp_path: Path) -> None:
+    """Two real cycles, then `spanrl train --keep-adapters 1` and `spanrl transitions clean --keep 1`:
+    an adapter outside the chain and a snapshot no cycle used go; the first cycle (parent of
+    LATEST) and both trained snapshots stay, so --new-only can still tell which rollouts are new."""
+    from spanrl.trainer.adapter import read_latest, trained_rollout_ids
+    from spanrl.transitions.snapshot import list_snapshots
+
+    old = tiny_rollout_rows(tokenizer, n_tasks=2)
+    first_snapshot = write_rows_snapshot(tmp_path, old)
+    first = train(_cfg(model_dir, tmp_path, lr=1e-3), progress=False)
+    stray = tmp_path / "adapters" / "0001-20000101T000000000000Z"  # an old --fresh try, outside the chain
+    shutil.copytree(first.folder, stray)
+    (stray / "training_state.json").write_text(json.dumps({**_state(first.folder), "parent": None}))
+    unused = write_rows_snapshot(tmp_path, old + [{**r, "rollout_id": "x" + str(r["rollout_id"])} for r in old])
+    new = [{**r, "rollout_id": "new-" + str(r["rollout_id"])} for r in tiny_rollout_rows(tokenizer, n_tasks=1)]
+    second_snapshot = write_rows_snapshot(tmp_path, old + new)
+    res = CliRunner().invoke(cli, ["train", "--data", str(tmp_path), "--model", str(model_dir), "--new-only",
+                                   "--keep-adapters", "1", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert f"deleted {stray.name}" in res.output and not stray.exists() and first.folder.is_dir()
+    res = CliRunner().invoke(cli, ["transitions", "clean", "--data", str(tmp_path), "--keep", "1"])
+    assert res.exit_code == 0 and {p.name for p in list_snapshots(tmp_path)} == {first_snapshot.name, second_snapshot.name}
+    assert not unused.exists()
+    root = tmp_path / "adapters"
+    assert trained_rollout_ids(tmp_path, root, read_latest(root)) == {r["rollout_id"] for r in old + new}
+    assert CliRunner().invoke(cli, ["train", "--data", str(tmp_path), "--model", str(model_dir),
+                                    "--keep-adapters", "0"]).exit_code == 2

@@ -1,0 +1,125 @@
+"""``spanrl lake compact`` and ``spanrl lake prune``: housekeeping of the trace lake for long runs,
+and the summaries ``spanrl ingest --keep-days`` prints too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from spanrl.options import data_option
+
+if TYPE_CHECKING:
+    from spanrl.ingest.compact import CompactSummary
+    from spanrl.ingest.prune import PruneSummary
+
+
+@click.group()
+def lake() -> None:
+    """Housekeeping of the trace lake: compact small files, drop old date partitions.
+
+    \b
+    Example:
+      spanrl lake compact --data ./spanrl-data
+      spanrl lake prune --keep-days 30 --dry-run
+    """
+
+
+@lake.command("compact")
+@data_option
+@click.option("--min-files", type=int, default=2, show_default=True,
+              help="Rewrite a date partition once it holds at least this many Parquet files.")
+@click.option("--dry-run", is_flag=True, help="Say what would be rewritten; change nothing.")
+@click.option("--memory-limit", default="2GB", show_default=True, help="DuckDB memory limit; spills beyond.")
+def lake_compact(data: Path, min_files: int, dry_run: bool, memory_limit: str) -> None:
+    """Rewrite each date partition's small Parquet files as one file (same rows, same schema).
+
+    Crash-safe: the new file is complete and journalled (lake/_compacted.jsonl) before an old
+    one is deleted; an interrupted run is finished by the next compact or ingest. Holds the
+    lake's writer lock. Re-running is a no-op.
+
+    \b
+    Example:
+      spanrl lake compact --data ./spanrl-data --min-files 4
+    """
+    from spanrl.ingest.config import check_memory_limit
+    from spanrl.ingest.housekeeping import compact_lake
+
+    check_memory_limit(memory_limit)
+    print_compaction(compact_lake(data, min_files=min_files, dry_run=dry_run, memory_limit=memory_limit))
+
+
+@lake.command("prune")
+@data_option
+@click.option("--keep-days", type=int, required=True,
+              help="Drop date partitions older than the newest one minus this many days (data time, not today).")
+@click.option("--dry-run", is_flag=True, help="Say what would be dropped; change nothing.")
+def lake_prune(data: Path, keep_days: int, dry_run: bool) -> None:
+    """Drop old date partitions of spans and logs (journalled in lake/_pruned.jsonl).
+
+    Snapshots already written keep their rows: they hold their own Parquet files.
+
+    \b
+    Example:
+      spanrl lake prune --keep-days 30
+    """
+    from spanrl.ingest.housekeeping import prune_lake
+
+    print_prune(prune_lake(data, keep_days, dry_run=dry_run))
+
+
+def human_bytes(n: int) -> str:
+    """1234567 -> '1.2 MB' (decimal units, like the ingest summary's MB)."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1000 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1000
+    return f"{n:,.1f} TB"
+
+
+def print_compaction(summary: CompactSummary) -> None:
+    """One row per partition (files before -> after, rows, MB before -> after), then a total."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(stderr=True)
+    for line in summary.repaired:
+        console.print(f"[yellow]repair[/] {line}", soft_wrap=True, highlight=False)
+    for line in summary.skipped:
+        console.print(f"[yellow]skipped[/] {line}", soft_wrap=True, highlight=False)
+    if not summary.done:
+        console.print(f"nothing to compact: no date partition holds {summary.min_files} or more Parquet files")
+        return
+    verb = "would compact" if summary.dry_run else "compacted"
+    table = Table(title=f"{verb} {len(summary.done)} partition(s) in {summary.seconds:.2f}s")
+    for col in ("partition", "files", "rows", "bytes before", "bytes after"):
+        table.add_column(col, justify="left" if col == "partition" else "right")
+    for c in summary.done:
+        table.add_row(c.partition.name, f"{len(c.partition.files)} -> 1", f"{c.partition.rows:,}",
+                      human_bytes(c.partition.bytes), "" if summary.dry_run else human_bytes(c.bytes_after))
+    table.add_row("total", f"{summary.files_before} -> {len(summary.done)}", f"{summary.rows:,}",
+                  human_bytes(sum(c.partition.bytes for c in summary.done)),
+                  "" if summary.dry_run else human_bytes(sum(c.bytes_after for c in summary.done)), style="bold")
+    console.print(table)
+
+
+def print_prune(summary: PruneSummary) -> None:
+    """What was dropped (or would be), and the cut-off date it was measured from."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    for line in summary.repaired:
+        console.print(f"[yellow]repair[/] {line}", soft_wrap=True, highlight=False)
+    if summary.newest is None:
+        console.print("nothing to prune: the lake holds no date partition yet")
+        return
+    window = f"newest partition {summary.newest}, --keep-days {summary.keep_days}: older than {summary.older_than}"
+    if not summary.partitions:
+        console.print(f"nothing to prune ({window})", highlight=False)
+        return
+    verb = "would drop" if summary.dry_run else "dropped"
+    console.print(f"{verb} {len(summary.partitions)} partition(s), {len(summary.files)} file(s), "
+                  f"{human_bytes(summary.bytes)} ({window})", highlight=False)
+    for rel in summary.partitions:
+        console.print(f"  {rel}", highlight=False, soft_wrap=True)

@@ -1,0 +1,94 @@
+"""Old snapshots: ``spanrl transitions clean --keep N`` and ``spanrl ingest --keep-snapshots N``.
+
+A nightly ingest writes a snapshot per night. Cleanup keeps the N newest and, whatever N, every
+snapshot something still points at:
+
+- the one ``transitions/LATEST`` names (what ``spanrl train`` reads next);
+- every ``snapshot_id`` a training run recorded: the lines of ``adapters/cycles.jsonl``, each
+  adapter's ``training_state.json`` (``--new-only`` reads the rollout ids of every snapshot its
+  adapter chain trained on, and reproducing a cycle needs its rows) and ``demo/cycles.jsonl``.
+
+Drafts (hidden ``.tmp-*`` folders of a build in progress) are never listed, so never deleted. A
+snapshot goes with ``publish.discard``: renamed hidden first, so a reader never sees half of it;
+parts hard-linked into a newer snapshot stay alive there. Only ``DATA/adapters`` is read for
+training records: adapters written elsewhere with ``spanrl train --out`` are not seen.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spanrl.ingest.lakeio import lake_lock, read_jsonl
+from spanrl.options import check_keep
+from spanrl.publish import discard, read_pointer, sweep_trash
+from spanrl.transitions.snapshot import list_snapshots, transitions_dir
+
+
+@dataclass
+class SnapshotCleanup:
+    """Which snapshots stay (each with why) and which go; ``freed`` counts bytes no other folder links."""
+
+    keep: dict[str, str] = field(default_factory=dict)
+    remove: list[str] = field(default_factory=list)
+    freed: int = 0
+    dry_run: bool = False
+
+
+def recorded_snapshot_ids(data: Path) -> set[str]:
+    """Every snapshot id a training run (or the demo) recorded under ``data``."""
+    adapters = Path(data) / "adapters"
+    rows = read_jsonl(adapters / "cycles.jsonl") + read_jsonl(Path(data) / "demo" / "cycles.jsonl")
+    if adapters.is_dir():  # published adapters and drafts being saved (their snapshot is already read)
+        for state in adapters.glob("*/training_state.json"):
+            rows += _state(state)
+    return {str(r[k]) for r in rows for k in ("snapshot_id", "snapshot") if isinstance(r.get(k), str)}
+
+
+def _state(path: Path) -> list[dict]:
+    """A training_state.json as a one-row list (none when unreadable: a draft half written)."""
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return []
+    return [state] if isinstance(state, dict) else []
+
+
+def plan_snapshot_cleanup(data: Path, keep: int) -> SnapshotCleanup:
+    """Decide, reading only: the ``keep`` newest snapshots plus every protected one stay."""
+    check_keep("--keep", keep)
+    plan = SnapshotCleanup()
+    latest = read_pointer(transitions_dir(data))
+    recorded = recorded_snapshot_ids(data)
+    for i, folder in enumerate(list_snapshots(data)):  # newest first
+        sid = folder.name
+        if i < keep:
+            plan.keep[sid] = f"one of the {keep} newest"
+        elif sid == latest:
+            plan.keep[sid] = "transitions/LATEST"
+        elif sid in recorded:
+            plan.keep[sid] = "a training run used it"
+        else:
+            plan.remove.append(sid)
+            plan.freed += _unshared_bytes(folder)
+    return plan
+
+
+def clean_snapshots(data: Path, keep: int, dry_run: bool = False) -> SnapshotCleanup:
+    """Delete the snapshots ``plan_snapshot_cleanup`` lets go. Holds the lake writer lock, so no
+    build publishes a snapshot or moves LATEST while the plan is made and carried out."""
+    data = Path(data)
+    with lake_lock(data / "lake"):
+        plan = plan_snapshot_cleanup(data, keep)
+        plan.dry_run = dry_run
+        if not dry_run:
+            sweep_trash(transitions_dir(data))
+            for sid in plan.remove:
+                discard(transitions_dir(data) / sid)
+    return plan
+
+
+def _unshared_bytes(folder: Path) -> int:
+    """Bytes deleting ``folder`` gives back: files with no hard link elsewhere."""
+    return sum(st.st_size for p in folder.rglob("*") if p.is_file() and (st := p.stat()).st_nlink == 1)
