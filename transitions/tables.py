@@ -183,15 +183,6 @@ def current_tables(data: Path | str) -> tuple[dict[str, list[Path]], list[str]]:
     return paths, freshness(state, inventory(data))
 
 
-def tables_current(data: Path | str, config: dict[str, Any]) -> bool:
-    """True when the latest tables were built from today's lake and feedback files with ``config``."""
-    state = load_state(data)
-    if not state or state.get("stale_format"):
-        return False
-    same = json.dumps(state.get("config"), sort_keys=True, default=str) == json.dumps(config, sort_keys=True, default=str)
-    return same and not freshness(state, inventory(data))
-
-
 def freshness(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
     """Human-readable differences between the files the tables were built from and the files now."""
     changes = []
