@@ -1,22 +1,24 @@
-"""Benchmark ``spanrl ui``: server time of the Rollouts page (structured filters) and of one rollout
-page, and the server's memory, on a generated lake.
+"""Benchmark ``spanrl ui``: server time of the Rollouts page (every structured filter), of one rollout
+page, of the Tasks and Training-cycles pages, the server's startup and its memory, on a generated
+data root.
 
-    .venv/bin/python bench/ui.py --rollouts 20000          # ~130k spans; the issue's scale is 1000000
+    nice -n 5 .venv/bin/python bench/ui.py --rollouts 1000000 --dir /tmp/ui-bench   # the issue's scale
 
 Targets (issue 16, on 2 cores): Rollouts page with a structured filter < 1 s, one rollout < 0.5 s,
-server RSS < 1 GB. The lake is written straight as Parquet by DuckDB (``bench/ui_lake.py``: 6-7 spans
-per rollout, a snapshot over every rollout, five cycles). The server runs as the real command in its
-own process; times are its ``Server-Timing`` header (server time, not the network), the median of
-``--repeat`` requests after one warm-up request each. Memory: the process's peak RSS (VmHWM).
-Startup is reported on its own: until the incremental ingest stores the stage-2 tables (issue 11)
-the server computes them once when it starts (``ui/data.py``), and that is what does not scale.
-Not collected by pytest.
+server memory < 1 GB. The data root is what a nightly ingest leaves, written straight by DuckDB
+(``bench/ui_lake.py``: the lake as ingest lays it out, 6-7 spans per rollout; the stage-2 tables,
+published with ``write_tables``; a snapshot over every rollout; five cycles); ``--dir`` keeps it and a
+second run reuses it (delete it after a change of the storage format). The server runs as the real
+command in its own process; times are its ``Server-Timing`` header (server time, not the network),
+the median of ``--repeat`` requests after one warm-up request each (the first request's time is
+shown too). Memory: the process's peak resident memory (VmHWM). Not collected by pytest.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import socket
@@ -29,7 +31,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ui_lake import T0_NS, write_cycles, write_lake, write_snapshot_rows  # noqa: E402
+from ui_lake import T0_NS, write_data_root  # noqa: E402
 
 ROLLOUTS_TARGET_S, ROLLOUT_TARGET_S, RSS_TARGET_MB = 1.0, 0.5, 1024
 
@@ -47,6 +49,14 @@ def _rss_mb(pid: int) -> tuple[float, float]:
     return kb.get("VmRSS", 0) / 1024, kb.get("VmHWM", 0) / 1024
 
 
+def _size_mb(data: Path) -> dict[str, float]:
+    """On-disk MB of the lake and of the stage-2 tables."""
+    def du(folder: Path) -> float:
+        return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
+
+    return {"lake": du(data / "lake"), "tables": du(data / "transitions" / "_tables")}
+
+
 def _server_ms(url: str) -> tuple[float, int]:
     with urllib.request.urlopen(url, timeout=3600) as resp:
         resp.read()
@@ -55,14 +65,14 @@ def _server_ms(url: str) -> tuple[float, int]:
 
 
 def measure(base: str, path: str, repeat: int) -> dict:
-    _server_ms(base + path)  # first request: caches, the snapshot dataset opened once
+    first, _ = _server_ms(base + path)  # first request: Parquet metadata read, filter choices cached
     times = []
     for _ in range(repeat):
         ms, status = _server_ms(base + path)
         if status != 200:
             raise SystemExit(f"{path}: HTTP {status}")
         times.append(ms)
-    return {"path": path, "median_ms": statistics.median(times), "max_ms": max(times)}
+    return {"path": path, "first_ms": first, "median_ms": statistics.median(times), "max_ms": max(times)}
 
 
 def pages(rollouts: int, snapshot_id: str) -> list[tuple[str, str, float]]:
@@ -97,12 +107,13 @@ def main() -> None:
     root = args.dir or Path(tempfile.mkdtemp(prefix="spanrl-bench-ui-"))
     data = root / f"data-{args.rollouts}"
     t = time.perf_counter()
-    if not (data / "transitions" / "LATEST").is_file():
-        spans = write_lake(data, args.rollouts)
-        snapshot_id = write_snapshot_rows(data, args.rollouts)
-        write_cycles(data, snapshot_id)
-        print(f"lake: {args.rollouts:,} rollouts, {spans:,} spans, snapshot + 5 cycles in {time.perf_counter() - t:.0f} s")
-    snapshot_id = (data / "transitions" / "LATEST").read_text().strip()
+    spans, snapshot_id = write_data_root(data, args.rollouts)
+    size = _size_mb(data)
+    print(f"data root {data}: {args.rollouts:,} rollouts, {spans:,} spans, stage-2 tables, a snapshot and 5 "
+          f"cycles; {size['lake']:.0f} MB lake, {size['tables']:.0f} MB tables ({time.perf_counter() - t:.0f} s, "
+          "reused when already there)")
+    load_before = os.getloadavg()[0]
+    print(f"machine: {os.cpu_count()} cores, load average {load_before:.1f} before the server starts")
     port = _free_port()
     t = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "spanrl", "ui", "--data", str(data), "--port", str(port)],
@@ -114,28 +125,29 @@ def main() -> None:
         startup = time.perf_counter() - t
         ready_rss = _rss_mb(proc.pid)
         base = f"http://127.0.0.1:{port}"
-        print(f"server ready in {startup:.1f} s (stage-2 tables computed once), RSS {ready_rss[0]:.0f} MB "
+        print(f"server ready in {startup:.1f} s, RSS {ready_rss[0]:.0f} MB "
               f"(peak {ready_rss[1]:.0f} MB)\n")
-        print(f"{'page':<34}{'server ms':>10}{'max ms':>9}{'target':>9}  ok")
+        print(f"{'page':<34}{'first ms':>9}{'median ms':>10}{'max ms':>9}{'target':>9}  ok")
         rows = []
         for label, path, target in pages(args.rollouts, snapshot_id):
             r = measure(base, path, args.repeat)
             r.update(label=label.strip(), target_s=target, ok=r["median_ms"] <= target * 1000)
             rows.append(r)
-            print(f"{label:<34}{r['median_ms']:>10.1f}{r['max_ms']:>9.1f}{target:>8.1f}s  {'yes' if r['ok'] else 'NO'}")
+            print(f"{label:<34}{r['first_ms']:>9.1f}{r['median_ms']:>10.1f}{r['max_ms']:>9.1f}{target:>8.1f}s  "
+                  f"{'yes' if r['ok'] else 'NO'}")
         rss, peak = _rss_mb(proc.pid)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
     print(f"\nserver RSS now {rss:.0f} MB, peak {peak:.0f} MB (target < {RSS_TARGET_MB} MB): "
           f"{'ok' if peak < RSS_TARGET_MB else 'OVER'}")
-    print(f"startup (stage-2 tables computed in memory): {startup:.1f} s for {args.rollouts:,} rollouts")
-    print("what blocks the 1M-rollout target: the stage-2 relations are views recomputed from the spans; the "
-          "server computes them once at startup (and again when the lake changes), which takes time and "
-          "memory in proportion to the lake. Issue 11 (ingest stores rollouts/rewards/llm_calls tables) "
-          "removes that step; the page queries themselves are what the table above measures.")
+    load_after = os.getloadavg()[0]
+    print(f"startup: {startup:.1f} s for {args.rollouts:,} rollouts (the per-rollout summary computed from the "
+          f"stage-2 tables, the newest snapshots marked); load average {load_after:.1f} at the end")
     if args.json:
-        args.json.write_text(json.dumps({"rollouts": args.rollouts, "startup_s": startup, "rss_mb": rss,
+        args.json.write_text(json.dumps({"rollouts": args.rollouts, "spans": spans, "size_mb": size,
+                                         "startup_s": startup, "rss_mb": rss, "cores": os.cpu_count(),
+                                         "load_average": [load_before, load_after],
                                          "peak_rss_mb": peak, "pages": rows}, indent=2))
     if args.dir is None:
         shutil.rmtree(root, ignore_errors=True)

@@ -16,15 +16,17 @@ trained on its rollouts: validation reward, promoted or kept, loss, tokens train
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from spanrl.errors import InputError
 from spanrl.trainer.adapter import adapters_dir, read_cycles
-from spanrl.transitions.snapshot import snapshot_column, snapshot_exists
+from spanrl.transitions.snapshot import snapshot_dataset, snapshot_exists
 
 SUBSET = 16  # held-out tasks evaluated at every cycle (DemoConfig.eval_subset)
 COLUMNS = [  # (key, header, format)
@@ -75,10 +77,13 @@ def _mean(values: list[Any]) -> float | None:
 
 
 def air_hits(data: Path, snapshot_id: str | None) -> int | None:
-    """Transitions of a snapshot that carry an AIR (intermediate) reward."""
+    """Transitions of a snapshot that carry an AIR (intermediate) reward (counted by the Parquet
+    scan: a snapshot of millions of rows never reaches Python)."""
+    import pyarrow.dataset as ds
+
     if not snapshot_id or not snapshot_exists(data, snapshot_id):
         return None
-    return sum(1 for v in snapshot_column(data, snapshot_id, "step_reward") if v)
+    return snapshot_dataset(data, snapshot_id).count_rows(filter=ds.field("step_reward") != 0)
 
 
 def tool_error_rate(rows: list[dict[str, Any]]) -> float | None:
@@ -94,8 +99,13 @@ def _gate(record: dict[str, Any]) -> str | None:
     return "promoted" if record["promoted"] else f"kept {record.get('candidate')} as candidate"
 
 
-def load_history(data: Path) -> list[dict[str, Any]]:
-    """One dict per policy/cycle, merged from the files above; empty when nothing ran yet."""
+def load_history(data: Path, air_hits_of: Callable[[str | None], int | None] | None = None) -> list[dict[str, Any]]:
+    """One dict per policy/cycle, merged from the files above; empty when nothing ran yet.
+
+    ``air_hits_of(snapshot_id)`` counts a snapshot's AIR hits (default: ``air_hits``, once per
+    snapshot per call; ``spanrl ui`` passes one that remembers them across calls)."""
+    if air_hits_of is None:
+        air_hits_of = functools.cache(lambda sid: air_hits(data, sid))
     lines = read_cycles(adapters_dir(data))
     by_id = {line.get("cycle_id"): line for line in lines}
     cycles = {int(line.get("cycle", i + 1)): line for i, line in enumerate(lines)}
@@ -133,7 +143,7 @@ def load_history(data: Path) -> list[dict[str, Any]]:
             "train_loss": trained.get("train_loss"),
             "response_tokens": trained.get("response_tokens"),
             "train_time_s": trained.get("time_s"),
-            "air_hits": air_hits(data, trained.get("snapshot_id")),
+            "air_hits": air_hits_of(trained.get("snapshot_id")),
         }
         rows.append(row)
     return rows

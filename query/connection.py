@@ -17,16 +17,24 @@ from pathlib import Path
 import duckdb
 
 from spanrl.ingest.views import lock_down, open_guarded, parquet_dataset, register_call_views
+from spanrl.sqlfiles import sql_literal
 
 
-def connect(data: Path, stage2: bool = True) -> duckdb.DuckDBPyConnection:
+def connect(data: Path, stage2: bool = True, memory_limit: str | None = None,
+            threads: int | None = None) -> duckdb.DuckDBPyConnection:
     """Every table and view of the lake over ``data``, read-only. ``stage2=False`` leaves out the
-    rewards/rollouts relations (a query that names none of them skips them)."""
+    rewards/rollouts relations (a query that names none of them skips them). ``memory_limit`` and
+    ``threads`` are DuckDB's settings, fixed before the configuration is locked (a long-running
+    reader such as ``spanrl ui`` bounds its memory with them; there is no spill folder)."""
     from spanrl.transitions.sqlfiles import read_sql as read_stage2_sql
     from spanrl.transitions.tables import current_tables
 
     con = open_guarded(data)
     try:
+        if memory_limit is not None:  # before anything below locks the configuration
+            con.execute(f"SET memory_limit = {sql_literal(memory_limit)}")
+        if threads is not None:
+            con.execute(f"SET threads = {int(threads)}")
         register_call_views(con, data)
         con.execute(read_stage2_sql("rollouts/macros"))  # spanrl_is_error & co., for queries over the tables too
         tables, _ = current_tables(data)

@@ -44,6 +44,12 @@ PUBLIC = ("llm_calls", "tool_calls", "rewards", "rollouts", "coverage")
 # recomputed, rollout-keyed rows when their rollout is.
 BY_TRACE = ("llm_calls", "tool_calls", "coverage", "_traces", "_responses")
 BY_ROLLOUT = ("rewards", "rollouts", "transitions", "digests")
+# How readers find one rollout's rows (spanrl ui, bench/ui.py): by key or by the rollout's time span.
+# Each table is written in that order, in the lake's small row groups, so a lookup reads the one row
+# group (20480 rows) whose min/max statistics can hold the key instead of the whole table.
+ORDER = {"llm_calls": "start_ns, span_id", "tool_calls": "start_ns, span_id", "rewards": "rollout_id, ts_ns",
+         "rollouts": "rollout_id"}
+PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 20480"
 
 
 def tables_dir(data: Path | str) -> Path:
@@ -121,7 +127,9 @@ def write_segment(con: duckdb.DuckDBPyConnection, folder: Path, sources: dict[st
     """COPY each ``{table: SELECT}`` into ``folder/<table>.parquet``; the rollouts written."""
     folder.mkdir(parents=True, exist_ok=True)
     for table, select in sources.items():
-        con.execute(f"COPY ({select}) TO {sql_literal(folder / f'{table}.parquet')} (FORMAT parquet, COMPRESSION zstd)")
+        if table in ORDER:
+            select = f"SELECT * FROM ({select}) ORDER BY {ORDER[table]}"
+        con.execute(f"COPY ({select}) TO {sql_literal(folder / f'{table}.parquet')} ({PARQUET_OPTIONS})")
     return con.execute(f"SELECT count(*) FROM read_parquet({sql_literal(folder / 'rollouts.parquet')})").fetchall()[0][0]
 
 

@@ -2,16 +2,18 @@
 
 The pages never open a file or a connection themselves; they call ``Lake``. All SQL runs on the same
 read-only connection ``spanrl sql`` uses (``spanrl.query.connect``: nothing outside the data root is
-reachable, the configuration is locked) and lives in ``ui/sql/*.sql``.
+reachable, the configuration is locked, DuckDB's memory bounded by ``MEMORY_LIMIT``) and lives in
+``ui/sql/*.sql``.
 
-Interim, until the incremental ingest stores the stage-2 tables (issue 11): on this DuckDB the
-stage-2 views (``rollouts``, ``rewards`` ...) are bound again on every query, and binding their nested
-SQL costs 30-40 s even on a 100-rollout lake. So once per lake version ``Lake`` copies the relations
-the snapshot builder materialises (``llm_calls``, ``tool_calls`` and the heavy stage-2 objects, in
-dependency order) into in-memory tables of the connection and points the view names at them: the
-same step-by-step plan the builder runs, a few seconds on small lakes, after which a page query
-takes milliseconds. Names that are already tables (the materialised lake of issue 11) are left
-alone, so this step becomes a no-op by itself; nothing is ever written to the data root.
+What scales to a million rollouts (``bench/ui.py``): the stage-2 tables the nightly build
+materialises are read as it left them (lazy Arrow datasets; one rollout's rows are found by key or by
+its time span, and the build writes each table in that order in small row groups, so a lookup skips
+every other row group). The list pages (filters, counts, sorts over every rollout) read one narrow
+row per rollout with its AIR hits and failed tools, which ``prepare`` computes from those tables once
+per lake version and holds in DuckDB's memory (``held_summary.sql``, ~120 B a rollout), with one bit
+per recently asked snapshot marking its rollouts (``snapshot_bit``): a filter, a count and a sort
+over a million rollouts then take milliseconds. A lake whose build wrote no tables gets the stage-2
+relations as views, computed once into memory (small lakes only). Nothing is written to the data root.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,9 +45,18 @@ from spanrl.transitions.snapshot import (
 _SQL = SqlFiles("spanrl.ui")
 # Relations copied into memory once per lake version, in dependency order (see the module docstring).
 STAGE1_CACHED = ("llm_calls", "tool_calls")
-SNAPSHOT_VIEW = "_ui_snapshot"  # the snapshot a query filters by, registered as an Arrow dataset
-SEARCH_VIEW = "_ui_search"  # trace ids a finished text search matched
+SNAPSHOT_VIEW = "_ui_snapshot"  # the snapshot a query reads (register_snapshot: advantages filled)
+NO_SNAPSHOT = "_ui_no_snapshot"  # an empty snapshot, what SNAPSHOT_VIEW reads when none is asked for
+MARKING = "_ui_marking"  # the snapshot parts whose rollout ids mark_snapshot.sql reads
+HELD = "_ui_rollouts"  # one narrow row per rollout for the list pages, in DuckDB's memory (held_summary.sql)
+WARM_SNAPSHOTS = 2  # snapshots whose rollout ids prepare reads ahead: LATEST's and the last cycle's
+NO_ROLLOUTS = "_ui_no_rollouts"  # an empty rollout_id table: the /*search*/ slot unused
+SEARCH_HITS = "_ui_search_hits"  # the rollouts a finished text search matched (/*search*/)
+MEMBER_SETS = 8  # snapshots marked in the held rollouts at once (the bits of a UTINYINT)
+SEARCH_VIEW = "_ui_search"  # trace ids a finished text search matched, registered while mapped to rollouts
 VERSION_CHECK_S = 2.0  # how often a request may stat the data root for changes
+MEMORY_LIMIT = "512MB"  # DuckDB's share of the server's memory (issue 16: the server stays under 1 GB)
+THREADS = None  # DuckDB's default: every core
 
 
 def _stage2_cached() -> list[str]:
@@ -54,11 +65,23 @@ def _stage2_cached() -> list[str]:
     return [name for name, _, heavy in STAGE2_OBJECTS if heavy]
 
 
+def table_files(data: Path) -> dict[str, list[Path]]:
+    """{table: its Parquet files} of the latest stage-2 build (empty when none was built).
+
+    ``current_tables`` names one file per table today and a list of segment files once stage 2
+    builds incrementally (issue 11); callers get a list either way."""
+    from spanrl.transitions.tables import current_tables
+
+    tables, _ = current_tables(data)
+    return {name: [Path(p)] if isinstance(p, (str, Path)) else [Path(f) for f in p] for name, p in tables.items()}
+
+
 def lake_version(data: Path) -> tuple:
     """What changes when new data lands: the lake manifest, LATEST snapshot, feedback and config."""
     stamps = []
-    for path in (data / "lake" / "_files.parquet", data / "transitions" / "LATEST", data / "feedback",
-                 data / "spanrl.toml", data / "adapters" / "cycles.jsonl"):
+    for path in (data / "lake" / "_files.parquet", data / "transitions" / "LATEST",
+                 data / "transitions" / "_tables" / "LATEST", data / "feedback", data / "spanrl.toml",
+                 data / "adapters" / "cycles.jsonl"):
         try:
             st = path.stat()
             stamps.append((st.st_mtime_ns, st.st_size))
@@ -69,37 +92,88 @@ def lake_version(data: Path) -> tuple:
 
 @dataclass
 class Prepared:
-    """One warmed connection and how long warming took (the bench reports it)."""
+    """One warmed connection and how long warming took (the bench reports it), with what it holds
+    for the lifetime of one lake version: the filter choices and the rollout ids of snapshots."""
 
     con: duckdb.DuckDBPyConnection
     version: tuple
     warm_s: float
     cached: list[str] = field(default_factory=list)
+    choices: list[dict[str, Any]] | None = None
+    members: dict[str, int] = field(default_factory=dict)  # snapshot id -> its bit, least recently used first
 
 
 def prepare(data: Path) -> Prepared:
-    """The guarded connection with the stage-2 relations held in memory (module docstring)."""
+    """The guarded connection, under ``MEMORY_LIMIT``; stage-2 relations the last build did not
+    materialise are held in memory once (module docstring)."""
     version = lake_version(data)
     t0 = time.perf_counter()
-    con = connect(data)
+    con = connect(data, memory_limit=MEMORY_LIMIT, threads=THREADS)
+    materialised = set(table_files(data))
     kinds = dict(con.execute(_SQL.read("relation_kinds")).fetchall())
     cached = []
     for name in [*STAGE1_CACHED, *_stage2_cached()]:
-        if kinds.get(name) != "VIEW":
-            continue  # missing (an empty lake) or already a table
+        if kinds.get(name) != "VIEW" or name in materialised:
+            continue  # missing (an empty lake), or read from the build's Parquet as it is
         con.execute(f'CREATE TABLE main."_ui_{name}" AS SELECT * FROM "{name}"')
         con.execute(f'DROP VIEW "{name}"')
         con.execute(f'CREATE TEMP VIEW "{name}" AS SELECT * FROM main."_ui_{name}"')
         cached.append(name)
+    con.execute(f"CREATE TEMP TABLE {HELD} AS {_SQL.read('held_summary')}")
+    con.execute(f"CREATE TEMP TABLE {NO_ROLLOUTS} (rollout_id VARCHAR)")
     _register_empty(con)
-    return Prepared(con, version, time.perf_counter() - t0, cached)
+    prepared = Prepared(con, version, 0.0, cached)
+    warm = [latest_manifest(data), *reversed(read_cycles(adapters_dir(data)))]
+    for sid in dict.fromkeys(m.get("snapshot_id") for m in warm if m and m.get("snapshot_id")):
+        if len(prepared.members) >= WARM_SNAPSHOTS:
+            break
+        with suppress(InputError):  # a cycle of a snapshot deleted since: nothing to warm
+            snapshot_bit(prepared, data, sid)
+    prepared.warm_s = time.perf_counter() - t0
+    return prepared
+
+
+def snapshot_bit(prepared: Prepared, data: Path, snapshot_id: str) -> int:
+    """The bit of ``HELD``'s ``snapshots`` column that marks the rollouts of ``snapshot_id``: set on
+    first use (one scan of the snapshot's rollout ids) and kept for the lake version, so a filter by
+    the snapshot is a scan of one small column, not a join of a million ids. ``MEMBER_SETS``
+    snapshots hold a bit at once; the least recently used one gives its bit up."""
+    held, con = prepared.members, prepared.con
+    if snapshot_id in held:
+        held[snapshot_id] = held.pop(snapshot_id)  # most recently used last
+        return held[snapshot_id]
+    free = [1 << i for i in range(MEMBER_SETS) if 1 << i not in held.values()]
+    if not free:
+        oldest = next(iter(held))
+        free = [held.pop(oldest)]
+        con.execute(f"UPDATE {HELD} SET snapshots = snapshots & ~$bit::UTINYINT WHERE snapshots & $bit <> 0",
+                    {"bit": free[0]})
+    con.register(MARKING, snapshot_dataset(data, snapshot_id))  # only rollout_id is read: the raw parts
+    try:
+        con.execute(_SQL.read("mark_snapshot").replace("/*held*/", HELD), {"bit": free[0]})
+    finally:
+        con.unregister(MARKING)
+    held[snapshot_id] = free[0]
+    return free[0]
+
+
+def _search_table(con: duckdb.DuckDBPyConnection, trace_ids: pa.Table) -> str:
+    """``SEARCH_HITS``: the rollouts of the trace ids a text search matched."""
+    con.register(SEARCH_VIEW, trace_ids)
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {SEARCH_HITS} AS {_SQL.read('search_rollouts')}")
+    finally:
+        _register_empty(con)
+    return SEARCH_HITS
 
 
 def _register_empty(con: duckdb.DuckDBPyConnection) -> None:
-    """The filter relations exist, empty, whenever no query has registered its own."""
+    """The filter relations exist, empty, whenever no query has registered its own (the snapshot's a
+    temp view, as ``register_snapshot`` makes it)."""
     from spanrl.transitions import TRANSITION_SCHEMA
 
-    con.register(SNAPSHOT_VIEW, TRANSITION_SCHEMA.empty_table())
+    con.register(NO_SNAPSHOT, TRANSITION_SCHEMA.empty_table())
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {SNAPSHOT_VIEW} AS SELECT * FROM {NO_SNAPSHOT}")
     con.register(SEARCH_VIEW, pa.table({"trace_id": pa.array([], pa.string())}))
 
 
@@ -113,6 +187,7 @@ class Lake:
         self.query_timeout_s = query_timeout_s
         self._lock = threading.Lock()
         self._rebuild = threading.Lock()
+        self._air_hits: dict[str | None, int | None] = {}
         self._prepared = prepare(self.data)
         self._checked = time.monotonic()
 
@@ -153,18 +228,23 @@ class Lake:
                 timer.cancel()
 
     def rows(self, name: str, params: dict[str, Any] | None = None, order: str | None = None,
-             snapshot: str | None = None, search: pa.Table | None = None) -> list[dict[str, Any]]:
+             snapshot: str | None = None, search: pa.Table | None = None,
+             members: str | None = None) -> list[dict[str, Any]]:
         """Run ``ui/sql/<name>.sql`` with bound ``params``; ``order`` fills its ``/*order*/`` slot (a
-        whitelisted ORDER BY from the page, never user text); ``snapshot``/``search`` register the
-        relations the SQL filters by."""
+        whitelisted ORDER BY from the page, never user text); ``snapshot`` registers the snapshot the
+        SQL reads; ``members`` (a snapshot id) binds ``$snapshot_bit``, its bit in the held rollouts'
+        ``snapshots`` column (``snapshot_bit``); ``search`` (matched trace ids) fills the
+        ``/*search*/`` slot with a table of their rollouts (an empty table when unused, so a query
+        without that filter never scans for it)."""
         text = _SQL.read(name)
         if order is not None:
             text = text.replace("/*order*/", order)
         with self.connection() as con:
+            if members is not None:
+                params = {**(params or {}), "snapshot_bit": snapshot_bit(self._prepared, self.data, members)}
+            text = text.replace("/*search*/", _search_table(con, search) if search is not None else NO_ROLLOUTS)
             if snapshot is not None:
                 register_snapshot(con, self.data, snapshot, SNAPSHOT_VIEW)
-            if search is not None:
-                con.register(SEARCH_VIEW, search)
             try:
                 rel = con.execute(text, params or {})
                 cols = [d[0] for d in rel.description]
@@ -174,8 +254,15 @@ class Lake:
             except duckdb.Error as exc:
                 raise InputError(f"ui/sql/{name}.sql failed: {exc}") from None
             finally:
-                if snapshot is not None or search is not None:
+                if snapshot is not None:
                     _register_empty(con)
+
+    def choices(self) -> list[dict[str, Any]]:
+        """The Rollouts filter's tasks and agents, computed once per lake version."""
+        prepared = self._prepared
+        if prepared.choices is None:
+            prepared.choices = self.rows("filter_choices")
+        return prepared.choices
 
     def user_query(self, sql: str, limit: int) -> tuple[list[str], list[tuple], int]:
         """The SQL page: read-only statements (``spanrl sql``'s check), first ``limit`` rows shown."""
@@ -229,4 +316,12 @@ class Lake:
         """Reward per cycle merged with the demo's held-out files (``spanrl report``'s reader)."""
         from spanrl.demo.report import load_history
 
-        return load_history(self.data)
+        return load_history(self.data, self.snapshot_air_hits)
+
+    def snapshot_air_hits(self, snapshot_id: str | None) -> int | None:
+        """A snapshot's transitions with an AIR reward, counted once (snapshots never change)."""
+        from spanrl.demo.report import air_hits
+
+        if snapshot_id not in self._air_hits:
+            self._air_hits[snapshot_id] = air_hits(self.data, snapshot_id)
+        return self._air_hits[snapshot_id]

@@ -74,17 +74,20 @@ def rollouts_view(lake: Lake, searches: Searches, flt: RolloutFilter, run_search
         search = SearchState(job.status(), job.state == "done")
         matches = job.matches() if job.state == "done" else None
     rows: list[dict] = []
+    stats: dict[str, Any] = {"total": 0, "reward_mean": None, "with_reward": 0}
     if search.ready:
-        params = {**flt.params(), "in_snapshot": sid is not None, "in_search": matches is not None}
-        rows = lake.rows("rollouts_page", params, order=flt.order(), snapshot=sid, search=matches)
-    choices = lake.rows("filter_choices")
+        params = {**flt.params(), "snapshot_bit": None, "in_search": matches is not None}
+        rows = lake.rows("rollouts_page", params, order=flt.order(), search=matches, members=sid)
+        stats = {k: rows[0][k] for k in stats} if rows else stats
+        rows = [r for r in rows if r["rollout_id"] is not None]  # one row of stats only: past the last page
+    choices = lake.choices()
     for r in rows:
         r["started"] = format_ns(r["started_ns"])
         r["duration_s"] = (r["ended_ns"] - r["started_ns"]) / 1e9 if r["ended_ns"] and r["started_ns"] else None
-    total = rows[0]["total"] if rows else 0
+    total = stats["total"]
     return {
-        "flt": flt, "rows": rows, "total": total, "reward_mean": rows[0]["reward_mean"] if rows else None,
-        "with_reward": rows[0]["with_reward"] if rows else 0, "pages": max(1, -(-total // PER_PAGE)),
+        "flt": flt, "rows": rows, "total": total, "reward_mean": stats["reward_mean"],
+        "with_reward": stats["with_reward"], "pages": max(1, -(-total // PER_PAGE)),
         "tasks": [c["value"] for c in choices if c["kind"] == "task"],
         "agents": [c["value"] for c in choices if c["kind"] == "agent"],
         "snapshots": [m["snapshot_id"] for m in lake.snapshots() if "error" not in m],
@@ -127,10 +130,10 @@ def rollout_view(lake: Lake, rollout_id: str, snapshot: str | None = None) -> di
     if not found:
         raise NotFound(f"no rollout {rollout_id!r} in this lake (rollouts view); it may not be ingested yet")
     ro = found[0]
-    traces = list(ro["trace_ids"] or [])
-    spans = lake.rows("rollout_spans", {"trace_ids": traces, "limit": MAX_SPANS})
-    calls = {c["span_id"]: c for c in lake.rows("rollout_calls", {"trace_ids": traces})}
-    tools = {t["span_id"]: t for t in lake.rows("rollout_tools", {"trace_ids": traces}) if t["span_id"]}
+    where = {"trace_ids": list(ro["trace_ids"] or []), "started_ns": ro["started_ns"], "ended_ns": ro["ended_ns"]}
+    spans = lake.rows("rollout_spans", {**where, "limit": MAX_SPANS})
+    calls = {c["span_id"]: c for c in lake.rows("rollout_calls", where)}
+    tools = {t["span_id"]: t for t in lake.rows("rollout_tools", where) if t["span_id"]}
     rewards = lake.rows("rollout_rewards", {"rollout_id": rollout_id})
     sid = snapshot or lake.snapshot_of_rollout(rollout_id)
     steps = {s["span_id"]: s for s in lake.rows("rollout_steps", {"rollout_id": rollout_id}, snapshot=sid)} if sid else {}
@@ -219,7 +222,7 @@ def cycles_view(lake: Lake) -> dict[str, Any]:
     for row in history:
         sid = row.get("snapshot_id")
         if sid and sid not in rates:
-            found = lake.rows("cycle_tool_errors", snapshot=sid)[0]
+            found = lake.rows("cycle_tool_errors", members=sid)[0]
             rates[sid] = found["tool_errors"] / found["tool_runs"] if found["tool_runs"] else None
         row["tool_error_rate"] = rates.get(sid) if sid else None
     xs = [r["cycle"] for r in history]

@@ -9,6 +9,7 @@ import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
@@ -80,6 +81,36 @@ def test_rollout_filters_match_the_lake(lake: Lake) -> None:
         assert (await client.get("/rollouts?since=2000-01-01T00:00&until=2000-01-02")).status == 200
         body = await (await client.get("/api/rollouts?until=2000-01-02")).json()
         assert body["total"] == 0
+        body = await (await client.get("/api/rollouts?task=weather&page=99")).json()  # past the last page
+        assert body["rows"] == [] and body["total"] == len(weather)
+
+    _with_client(lake, check)
+
+
+def test_snapshot_filter_follows_each_snapshot_when_bits_are_reused(ui_data: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A snapshot filter marks the snapshot's rollouts in a bit of the held summary; with one bit to
+    share (MEMBER_SETS = 1), switching between two snapshots must re-mark, never mix them."""
+    import shutil
+
+    from spanrl.transitions.snapshot import write_snapshot
+    from spanrl.ui import data as ui_data_module
+
+    data = tmp_path / "data"
+    shutil.copytree(ui_data, data)
+    table, _ = read_snapshot(data)
+    old = read_snapshot(data)[1]["snapshot_id"]
+    weather = table.filter(pc.equal(table["task_id"], "weather"))
+    new = write_snapshot(data, weather).name
+    monkeypatch.setattr(ui_data_module, "MEMBER_SETS", 1)
+    lake = Lake(data)
+    every, some = set(table["rollout_id"].to_pylist()), set(weather["rollout_id"].to_pylist())
+    assert some < every
+
+    async def check(client: TestClient) -> None:
+        for sid, expected in ((old, every), (new, some), (old, every), (new, some)):
+            body = await (await client.get(f"/api/rollouts?snapshot={sid}")).json()
+            assert {r["rollout_id"] for r in body["rows"]} == expected, sid
 
     _with_client(lake, check)
 

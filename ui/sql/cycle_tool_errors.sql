@@ -1,6 +1,6 @@
 -- name: cycle_tool_errors
--- Tool runs and failed tool runs of the rollouts in the registered snapshot (one training cycle's data).
-SELECT count(*) AS tool_runs, count(*) FILTER (WHERE spanrl_is_error(status_code)) AS tool_errors
-FROM tool_calls
-WHERE trace_id IN (SELECT unnest(trace_ids) FROM rollouts
-                   WHERE rollout_id IN (SELECT DISTINCT rollout_id FROM _ui_snapshot))
+-- Tool runs and failed tool runs of the rollouts in one snapshot (one training cycle's data): sums
+-- over the held rollouts marked with the snapshot's bit ($snapshot_bit, ui/data.py snapshot_bit).
+SELECT coalesce(sum(n_tool_calls), 0) AS tool_runs, coalesce(sum(n_tool_errors), 0) AS tool_errors
+FROM _ui_rollouts
+WHERE snapshots & $snapshot_bit <> 0

@@ -1,4 +1,5 @@
 -- name: rollout
--- One rollout's row (rollouts view) with its AIR hit count.
-SELECT r.*, (SELECT count(*) FROM rewards w WHERE w.rollout_id = r.rollout_id AND w.source = 'air') AS air_hits
+-- One rollout's row (rollouts table) with its AIR hit count; both read by the constant key, which the
+-- tables are sorted by (the scans skip every row group that cannot hold it).
+SELECT r.*, (SELECT count(*) FROM rewards WHERE rollout_id = $rollout_id AND source = 'air') AS air_hits
 FROM rollouts r WHERE r.rollout_id = $rollout_id
