@@ -17,7 +17,9 @@ from spanrl.options import data_option
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]), default="table",
               show_default=True, help="Output format.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to FILE.")
-def sql(data: Path, query: str | None, sql_file: Path | None, fmt: str, out: Path | None) -> None:
+@click.option("--memory-limit", default="2GB", show_default=True,
+              help="DuckDB memory limit for the query (no spill: a query past it fails with a message).")
+def sql(data: Path, query: str | None, sql_file: Path | None, fmt: str, out: Path | None, memory_limit: str) -> None:
     """Query the trace lake: spans, logs, llm_calls, tool_calls, rewards, rollouts (read-only).
 
     \b
@@ -26,4 +28,4 @@ def sql(data: Path, query: str | None, sql_file: Path | None, fmt: str, out: Pat
     """
     from spanrl.query.sql import sql_command
 
-    sql_command(data, query, sql_file, fmt, out)
+    sql_command(data, query, sql_file, fmt, out, memory_limit)

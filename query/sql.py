@@ -244,9 +244,13 @@ def check_out_path(data: Path, out: Path) -> None:
         raise InputError(f"--out {out}: folder {target.parent} does not exist; create it first")
 
 
-def sql_command(data: Path, query: str | None, sql_file: Path | None, fmt: str, out: Path | None) -> None:
+def sql_command(data: Path, query: str | None, sql_file: Path | None, fmt: str, out: Path | None,
+                memory_limit: str = "2GB") -> None:
     """What ``spanrl sql`` does: pick the query (argument, -f FILE, piped stdin, else the prompt),
-    note an empty lake, run it read-only and write the result."""
+    note an empty lake, run it read-only under ``memory_limit`` and write the result."""
+    from spanrl.ingest.config import check_memory_limit
+
+    check_memory_limit(memory_limit)  # exit 2 with a message on a value DuckDB refuses
     if query is not None and sql_file is not None:
         raise InputError("give the query as an argument or with -f FILE, not both")
     if sql_file is not None:
@@ -261,7 +265,7 @@ def sql_command(data: Path, query: str | None, sql_file: Path | None, fmt: str, 
     note = stale_note(data)
     if note:
         sys.stderr.write(note + "\n")
-    con = connect(data, stage2=wants_stage2(query))
+    con = connect(data, stage2=wants_stage2(query), memory_limit=memory_limit)
     if query is None:
         interactive(data, con)
         return

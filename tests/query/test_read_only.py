@@ -159,3 +159,21 @@ def test_out_to_a_bad_path_is_exit_2(data, tmp_path) -> None:
             assert res.exit_code == 2 and "cannot write" in res.output, res.output
     finally:
         os.chmod(ro, 0o700)
+
+
+def test_the_memory_limit_is_applied_and_cannot_be_raised_from_sql(data) -> None:
+    """spanrl sql runs under --memory-limit (default 2GB): DuckDB reports it, a query cannot lift it,
+    and a value DuckDB refuses is exit 2."""
+    def setting(*flags: str) -> str:
+        res = CliRunner().invoke(cli, ["sql", "--data", str(data), "--format", "csv", *flags,
+                                       "select current_setting('memory_limit') as m"])
+        assert res.exit_code == 0, res.output
+        return res.output.strip().splitlines()[-1]
+
+    default, small = setting(), setting("--memory-limit", "300MB")
+    assert default.startswith("1.8") and "GiB" in default  # 2 GB in DuckDB's units
+    assert small.startswith("286") and "MiB" in small
+    lifted = CliRunner().invoke(cli, ["sql", "--data", str(data), "SET memory_limit = '100GB'"])
+    assert lifted.exit_code == 2
+    bad = CliRunner().invoke(cli, ["sql", "--data", str(data), "--memory-limit", "lots", "select 1"])
+    assert bad.exit_code == 2 and "--memory-limit" in bad.output
