@@ -60,7 +60,19 @@ def run_night(root: Path, night: int, rollouts: int, memory_limit: str) -> dict:
     return {"night": night + 1, "spans": rollouts * SPANS_PER_ROLLOUT, "mb": sum(p.stat().st_size for p in files) / 1e6,
             "baseline_s": base["seconds"], "baseline_rss_mb": base["rss_mb"],
             "spanrl_s": full["seconds"], "spanrl_rss_mb": full["rss_mb"], "ratio": base["seconds"] / full["seconds"],
-            "stage2": stage2.get("mode"), "traces_recomputed": stage2.get("traces_recomputed")}
+            "stage2": stage2.get("mode"), "traces_recomputed": stage2.get("traces_recomputed"),
+            "snapshots_mb": _disk_mb(data / "transitions")}
+
+
+def _disk_mb(folder: Path) -> float:
+    """Disk used under ``folder``, a hard-linked file counted once (what ``du`` reports)."""
+    seen, total = set(), 0
+    for p in folder.rglob("*"):
+        st = p.lstat()
+        if p.is_file() and (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            total += st.st_blocks * 512
+    return total / 1e6
 
 
 def slope(xs: list[float], ys: list[float]) -> float:
@@ -70,10 +82,12 @@ def slope(xs: list[float], ys: list[float]) -> float:
 
 
 def report(rows: list[dict]) -> None:
-    print(f"\n{'night':>5}{'spans':>9}{'MB':>7}{'bare s':>8}{'spanrl s':>10}{'ratio':>7}{'RSS MB':>8}  stage 2")
+    print(f"\n{'night':>5}{'spans':>9}{'MB':>7}{'bare s':>8}{'spanrl s':>10}{'ratio':>7}{'RSS MB':>8}"
+          f"{'transitions/ MB':>16}  stage 2")
     for r in rows:
         print(f"{r['night']:>5}{r['spans']:>9,}{r['mb']:>7.0f}{r['baseline_s']:>8.2f}{r['spanrl_s']:>10.2f}"
-              f"{r['ratio']:>7.2f}{r['spanrl_rss_mb']:>8.0f}  {r.get('stage2')} ({r.get('traces_recomputed')} traces)")
+              f"{r['ratio']:>7.2f}{r['spanrl_rss_mb']:>8.0f}{r.get('snapshots_mb', 0):>16.0f}"
+              f"  {r.get('stage2')} ({r.get('traces_recomputed')} traces)")
     if len(rows) < 2:
         return
     first, last = rows[0], rows[-1]
