@@ -62,6 +62,7 @@ from spanrl.transitions.tables import (
     STATE_FORMAT,
     inventory,
     load_state,
+    merge_segments,
     publish_build,
     register_build_views,
     reuse_key,
@@ -228,6 +229,7 @@ def _write_segments(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build
     n = write_segment(con, tmp / build_id, _segment_sources(data, plan, build_id))
     if n or con.execute("SELECT count(*) FROM _trace_rollouts").fetchall()[0][0]:
         state["segments"][build_id] = f"{build_id}/{build_id}"
+    merged = merge_segments(con, data, tmp, build_id, state)
     con.execute(f"""COPY (SELECT trace_id, span_id, rollout_id, name, value, source, ts_ns, target_span_id, is_primary
                           FROM _feedback_rewards ORDER BY file, line)
                     TO {sql_literal(tmp / 'feedback_rewards.parquet')} (FORMAT parquet)""")
@@ -235,7 +237,7 @@ def _write_segments(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build
                     TO {sql_literal(tmp / '_feedback_detail.parquet')} (FORMAT parquet)""")
     state["global"] = {"feedback_rewards": f"{build_id}/feedback_rewards.parquet",
                        "_feedback_detail": f"{build_id}/_feedback_detail.parquet"}
-    plan.segments = {"written": 1, "rewritten": len(rewritten), "reused": len(before - rewritten)}
+    plan.segments = {"written": 1, "rewritten": len(rewritten), "reused": len(before - rewritten), "merged": merged}
     _crash_point("part")
 
 

@@ -95,6 +95,8 @@ def _stage2_line(s: dict[str, Any]) -> str:
     st = s.get("stage2") or {}
     segs = st.get("segments") or {}
     kept = f"{segs.get('written', 0)} segment(s) written, {segs.get('rewritten', 0)} rewritten, {segs.get('reused', 0)} reused"
+    if segs.get("merged"):
+        kept += f", {segs['merged']} merged into one"
     if st.get("mode") == "full":
         return f"full rebuild ({st.get('reason')}): {st.get('traces_recomputed', 0)} traces; {kept}"
     why = ", ".join(f"{k} {v}" for k, v in (st.get("why") or {}).items()) or "nothing new"

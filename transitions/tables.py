@@ -152,6 +152,54 @@ def publish_build(build_id: str, data: Path | str, write: Any, state: dict[str, 
     return final
 
 
+MERGE_FANOUT = 8  # this many segments of one size tier are merged into one (an LSM-style tiering)
+
+
+def merge_segments(con: duckdb.DuckDBPyConnection, data: Path | str, tmp: Path, build_id: str,
+                   state: dict[str, Any]) -> int:
+    """Keep the number of segments logarithmic in the lake's age: when ``MERGE_FANOUT`` segments
+    hold a similar number of traces (the same power-of-``MERGE_FANOUT`` tier), their rows are
+    concatenated into one segment in ``tmp`` (a Parquet read and write, nothing recomputed). Each
+    row is so rewritten about log8(nights) times over the lake's life, and a reader never opens more
+    than ~7 segments per tier. Updates ``state['segments']``; the number of segments merged."""
+    import math
+
+    import pyarrow.parquet as pq
+
+    root = tables_dir(data)
+
+    def where(seg: str) -> Path:  # this build's own segments are still in its draft folder
+        head, _, rest = state["segments"][seg].partition("/")
+        return tmp / rest if head == build_id else root / head / rest
+
+    tiers: dict[int, list[str]] = {}
+    for seg in state["segments"]:
+        traces = where(seg) / "_traces.parquet"
+        if not traces.is_file():  # one-segment builds of other tools carry no bookkeeping: left alone
+            continue
+        n = pq.read_metadata(traces).num_rows
+        tiers.setdefault(int(math.log(max(n, 1), MERGE_FANOUT)), []).append(seg)
+    merged = 0
+    for tier, segs in sorted(tiers.items()):
+        if len(segs) < MERGE_FANOUT:
+            continue
+        new_id = f"{build_id}-m{tier}"
+        sources = {}
+        for table in SEGMENT_TABLES:
+            files = [str(where(s) / f"{table}.parquet") for s in sorted(segs)]
+            files = [f for f in files if Path(f).is_file()]
+            if files:
+                sources[table] = f"SELECT * FROM read_parquet({sql_literal(files)}, union_by_name = true)"
+        write_segment(con, tmp / new_id, sources)
+        for seg in segs:
+            if where(seg).is_relative_to(tmp):  # written by this build, now merged: not published
+                shutil.rmtree(where(seg), ignore_errors=True)
+            del state["segments"][seg]
+        state["segments"][new_id] = f"{build_id}/{new_id}"
+        merged += len(segs)
+    return merged
+
+
 def write_tables(con: duckdb.DuckDBPyConnection, data: Path | str, build_id: str, config: dict[str, Any]) -> Path:
     """A one-segment build of the public tables present on ``con`` (bench lakes, tests): what a full
     build stores, minus the snapshot rows and the bookkeeping an incremental build needs (so the

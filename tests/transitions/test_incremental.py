@@ -139,7 +139,7 @@ def test_nightly_incremental_equals_from_scratch(tmp_path: Path) -> None:
     assert st["mode"] == "incremental"
     assert st["why"]["new lake files"] == 3 and st["why"]["rollouts waiting"] == 1 and st["why"]["feedback changed"] == 2
     assert st["traces_recomputed"] == 5  # d, e, w + a, b (feedback); c untouched
-    assert st["segments"] == {"written": 1, "rewritten": 1, "reused": 0}
+    assert st["segments"] == {"written": 1, "rewritten": 1, "reused": 0, "merged": 0}
 
     # night 2: a straggler span of the old, complete rollout c; rollout x spans two traces over two nights
     tc, rc = agent.traces["c"]
@@ -196,3 +196,22 @@ def test_retention_drops_old_rollouts_and_stays_equal_to_from_scratch(tmp_path: 
     assert {r[0] for r in _table(inc, "rollouts", "rollout_id")} == {"c", "d", "e", "f"}
     old, _ = read_snapshot(inc, first["snapshot_id"])  # an older snapshot still reads whole
     assert set(old.column("rollout_id").to_pylist()) == {"a", "b", "c", "d", "e", "f"}
+
+
+def test_segments_of_one_size_tier_are_merged_and_the_hash_stays(tmp_path: Path, monkeypatch) -> None:
+    """Months of nights must not leave hundreds of segments: segments of a similar size are merged
+    (here every 2, instead of 8), rows untouched, so the snapshot hash is a rebuild's."""
+    import spanrl.transitions.tables as tables
+
+    monkeypatch.setattr(tables, "MERGE_FANOUT", 2)
+    inc, full = tmp_path / "inc", tmp_path / "full"
+    agent = Agent([inc, full])
+    counts = []
+    for night in range(3):
+        agent.write(night, [s for n in (f"a{night}", f"b{night}") for s in agent.rollout(n, night, float(night), "t")])
+        _ingest(inc), _ingest(full, "--rebuild")
+        st = _same(inc, full)
+        counts.append(len(tables.load_state(inc)["segments"]))
+        if night == 1:
+            assert st["segments"]["merged"] == 2
+    assert counts == [1, 1, 2]  # night 1 merged two 2-trace segments into one of 4 (the next tier)
