@@ -193,9 +193,14 @@ def drop_duplicates(con: duckdb.DuckDBPyConnection, lake: Path, staging: Path, t
     staged_glob = str(staging / "*" / table / "*" / "*.parquet")
     if not any(staging.glob(f"*/{table}/*/*.parquet")):
         return 0
-    lake_files = lake / table
-    if any(lake_files.glob("*/*.parquet")):
-        lake_glob = str(lake_files / "*" / "*.parquet")
+    # A repeated span (log record) has the same start (record) time, so the same date partition:
+    # only the lake partitions of the dates staged now can hold one. Comparing with those, not with
+    # the whole lake, keeps a night's dedup flat however many nights the lake holds.
+    dates = sorted({p.name for p in staging.glob(f"*/{table}/date=*")})
+    lake_files = sorted(str(f) for d in dates for f in (lake / table / d).glob("*.parquet"))
+    lake_glob: str | list[str]
+    if lake_files:
+        lake_glob = lake_files
     else:  # compare with an empty file of the same columns
         lake_glob = str(staging / f"_empty_{table}.parquet")
         con.execute(f"COPY (SELECT * FROM read_parquet({sql_literal(staged_glob)}, hive_partitioning = true) "

@@ -18,7 +18,6 @@ wait there until ``<file>`` exists (a real builder holding its lock). Never set 
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -60,6 +59,7 @@ from spanrl.transitions.tables import (
     BY_TRACE,
     SEGMENT_TABLES,
     STATE_FORMAT,
+    canonical,
     inventory,
     load_state,
     merge_segments,
@@ -166,7 +166,7 @@ def _config_diff(old: dict[str, Any], new: dict[str, Any], state: dict[str, Any]
     """What differs, in words: the row-config keys, else the code (this release or its SQL)."""
     if not state.get("reuse_key"):
         return ["tables written by another tool (no reuse key)"]
-    keys = sorted(k for k in set(old) | set(new) if json.dumps(old.get(k), default=str) != json.dumps(new.get(k), default=str))
+    keys = sorted(k for k in set(old) | set(new) if canonical(old.get(k)) != canonical(new.get(k)))
     return [f"config {', '.join(keys)}"] if keys else ["the stage-2 code (spanrl release, SQL or [[conventions]])"]
 
 

@@ -60,7 +60,7 @@ def reuse_key(row_config: dict[str, Any], conventions: Any = None) -> str:
     """What makes stored rows reusable: the row-shaping config, the ``[[conventions]]`` mappings and
     the code that computes rows (this release and the text of every stage-1 call and stage-2 SQL
     file). Any change means a full rebuild, announced; never a mix of old and new rows."""
-    h = hashlib.sha256(json.dumps({"config": row_config, "conventions": conventions, "spanrl": __version__},
+    h = hashlib.sha256(json.dumps({"config": canonical(row_config), "conventions": conventions, "spanrl": __version__},
                                   sort_keys=True, default=str).encode())
     for package in ("spanrl.transitions", "spanrl.ingest"):
         root = resources.files(package) / "sql"
@@ -68,6 +68,20 @@ def reuse_key(row_config: dict[str, Any], conventions: Any = None) -> str:
             h.update(str(path.relative_to(Path(str(root)))).encode())
             h.update(path.read_bytes())
     return h.hexdigest()
+
+
+def canonical(value: Any) -> Any:
+    """A config value as JSON would store it, numbers as floats: ``settle_s = 0`` from spanrl.toml and
+    ``--settle 0s`` (0.0) are the same setting, so neither makes a rebuild."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, dict):
+        return {str(k): canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [canonical(v) for v in value]
+    return str(value)
 
 
 def _sql_files(root: Any) -> list[Path]:
@@ -123,11 +137,13 @@ def global_file(data: Path | str, state: dict[str, Any], table: str) -> Path | N
     return path if path is not None and path.is_file() else None
 
 
-def write_segment(con: duckdb.DuckDBPyConnection, folder: Path, sources: dict[str, str]) -> int:
-    """COPY each ``{table: SELECT}`` into ``folder/<table>.parquet``; the rollouts written."""
+def write_segment(con: duckdb.DuckDBPyConnection, folder: Path, sources: dict[str, str], ordered: bool = True) -> int:
+    """COPY each ``{table: SELECT}`` into ``folder/<table>.parquet``; the rollouts written.
+    ``ordered=False`` (a merge of segments that are each sorted already) streams without a sort:
+    each input's row groups stay together, so lookups by min/max statistics stay as selective."""
     folder.mkdir(parents=True, exist_ok=True)
     for table, select in sources.items():
-        if table in ORDER:
+        if ordered and table in ORDER:
             select = f"SELECT * FROM ({select}) ORDER BY {ORDER[table]}"
         con.execute(f"COPY ({select}) TO {sql_literal(folder / f'{table}.parquet')} ({PARQUET_OPTIONS})")
     return con.execute(f"SELECT count(*) FROM read_parquet({sql_literal(folder / 'rollouts.parquet')})").fetchall()[0][0]
@@ -190,7 +206,7 @@ def merge_segments(con: duckdb.DuckDBPyConnection, data: Path | str, tmp: Path, 
             files = [f for f in files if Path(f).is_file()]
             if files:
                 sources[table] = f"SELECT * FROM read_parquet({sql_literal(files)}, union_by_name = true)"
-        write_segment(con, tmp / new_id, sources)
+        write_segment(con, tmp / new_id, sources, ordered=False)
         for seg in segs:
             if where(seg).is_relative_to(tmp):  # written by this build, now merged: not published
                 shutil.rmtree(where(seg), ignore_errors=True)
