@@ -168,7 +168,7 @@ def publish_build(build_id: str, data: Path | str, write: Any, state: dict[str, 
     return final
 
 
-MERGE_FANOUT = 8  # this many segments of one size tier are merged into one (an LSM-style tiering)
+MERGE_FANOUT = 16  # this many segments of one size tier are merged into one (an LSM-style tiering)
 
 
 def merge_segments(con: duckdb.DuckDBPyConnection, data: Path | str, tmp: Path, build_id: str,

@@ -200,7 +200,7 @@ def test_retention_drops_old_rollouts_and_stays_equal_to_from_scratch(tmp_path: 
 
 def test_segments_of_one_size_tier_are_merged_and_the_hash_stays(tmp_path: Path, monkeypatch) -> None:
     """Months of nights must not leave hundreds of segments: segments of a similar size are merged
-    (here every 2, instead of 8), rows untouched, so the snapshot hash is a rebuild's."""
+    (here every 2, instead of 16), rows untouched, so the snapshot hash is a rebuild's."""
     import spanrl.transitions.tables as tables
 
     monkeypatch.setattr(tables, "MERGE_FANOUT", 2)
