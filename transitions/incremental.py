@@ -153,12 +153,13 @@ def restrict_lake(con: duckdb.DuckDBPyConnection, data: Path, files: list[str]) 
 def fill_priors(con: duckdb.DuckDBPyConnection) -> None:
     """``_prior_*`` (read by _feedback_rewards.sql): the stored rollouts, trace rollouts and response
     ids of every trace this run does not recompute."""
-    con.execute("""CREATE OR REPLACE TEMP TABLE _prior_rollout_ids AS
-                   SELECT rollout_id FROM _p_rollouts r
-                   WHERE NOT EXISTS (SELECT 1 FROM (SELECT unnest(r.trace_ids) AS t) WHERE t IN (SELECT trace_id FROM _touched))""")
-    con.execute("""CREATE OR REPLACE TEMP TABLE _prior_trace_rollouts AS
+    # views, not tables: only a feedback row ever probes them. _touched is closed over rollouts, so a
+    # stored rollout is recomputed exactly when its first trace is.
+    con.execute("""CREATE OR REPLACE TEMP VIEW _prior_rollout_ids AS
+                   SELECT r.rollout_id FROM _p_rollouts r ANTI JOIN _touched t ON t.trace_id = r.trace_ids[1]""")
+    con.execute("""CREATE OR REPLACE TEMP VIEW _prior_trace_rollouts AS
                    SELECT trace_id, rollout_id FROM _p_traces ANTI JOIN _touched USING (trace_id)""")
-    con.execute("""CREATE OR REPLACE TEMP TABLE _prior_responses AS
+    con.execute("""CREATE OR REPLACE TEMP VIEW _prior_responses AS
                    SELECT response_id, trace_id, span_id, rollout_id FROM _p_responses ANTI JOIN _touched USING (trace_id)""")
 
 

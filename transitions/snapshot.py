@@ -51,12 +51,12 @@ def new_snapshot_id() -> str:
 
 def content_hash_sql(digests: str, advantages: str | None) -> str:
     """SELECT of a snapshot's content hash from a digests relation (rollout_id, digest) and an
-    advantages relation (rollout_id, a_r) or None: sha256 over both, each in rollout order."""
-    adv = (f"(SELECT string_agg(CAST(ROW(rollout_id, a_r) AS VARCHAR), chr(10) ORDER BY rollout_id) FROM {advantages})"
-           if advantages else "''")
-    return (f"SELECT sha256('spanrl-transitions-v{SCHEMA_VERSION}' || chr(10) || "
-            f"coalesce((SELECT string_agg(rollout_id || ' ' || digest, chr(10) ORDER BY rollout_id) FROM {digests}), '')"
-            f" || chr(10) || 'advantages' || chr(10) || coalesce({adv}, ''))")
+    advantages relation (rollout_id, a_r) or None: sha256 over one line per rollout in rollout order,
+    ``rollout_id digest a_r`` (``-`` when the rows carry their own advantage)."""
+    adv = f"LEFT JOIN {advantages} a USING (rollout_id)" if advantages else "LEFT JOIN (SELECT NULL::VARCHAR AS rollout_id, NULL::DOUBLE AS a_r) a USING (rollout_id)"
+    return (f"SELECT sha256('spanrl-transitions-v{SCHEMA_VERSION}' || chr(10) || coalesce(string_agg("
+            f"d.rollout_id || ' ' || d.digest || ' ' || coalesce(CAST(a.a_r AS VARCHAR), '-'), chr(10) "
+            f"ORDER BY d.rollout_id), '')) FROM {digests} d {adv}")
 
 
 def _parquet(paths: list[Path] | Path) -> str:
