@@ -111,14 +111,20 @@ def plan_touched(con: duckdb.DuckDBPyConnection, data: Path, new_files: list[str
 
 
 def close_over_rollouts(con: duckdb.DuckDBPyConnection, seeds: str) -> None:
-    """``_touched`` := ``seeds``' traces plus every trace of an older rollout that shares one with them."""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _touched AS {read_sql('incremental/closure')}".replace(
-        "_closure_seeds", seeds))
+    """``_touched`` := ``seeds``' traces plus every trace of an older rollout that shares one with them
+    (just the seeds when none of them is a stored trace: the common night of brand-new traces)."""
+    known = con.execute(f"SELECT count(*) FROM (SELECT DISTINCT trace_id FROM {seeds}) SEMI JOIN _p_traces USING (trace_id)"
+                        ).fetchall()[0][0]
+    sql = read_sql("incremental/closure").replace("_closure_seeds", seeds) if known else (
+        f"SELECT DISTINCT trace_id FROM {seeds} WHERE trace_id IS NOT NULL")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _touched AS {sql}")
 
 
 def joined_older(con: duckdb.DuckDBPyConnection) -> int:
     """After a partial run: add to ``_touched`` (closed again) the traces of older rollouts that a
     recomputed trace now belongs to; how many traces were added (0: the run is complete)."""
+    if not con.execute("SELECT count(*) FROM rollouts SEMI JOIN _p_rollouts USING (rollout_id)").fetchall()[0][0]:
+        return 0  # every recomputed rollout is new, or already computed with all its traces below
     before = con.execute("SELECT count(*) FROM _touched").fetchall()[0][0]
     con.execute("""CREATE OR REPLACE TEMP TABLE _seeds2 AS
                    SELECT trace_id FROM _touched
