@@ -7,6 +7,7 @@ later stages use: ``spanrl.transitions`` adds rewards/rollouts on top, ``spanrl.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -108,7 +109,7 @@ def open_guarded(data: Path) -> duckdb.DuckDBPyConnection:
         if lake_glob(lake, table) is None:
             con.execute(read_sql(f"{table}_empty"))
         else:
-            con.register(table, _lake_dataset(lake / table, hive=True))
+            register_dataset(con, table, lambda ext, t=table: _lake_dataset(lake / t, hive=True, json_ext=ext))
     extras = {"rejects": (lake / "_rejects", REJECTS_SCHEMA), "span_files": (lake / "_files.parquet", FILES_SCHEMA)}
     for name, (path, schema) in extras.items():
         has_files = path.is_file() or (path.is_dir() and any(path.glob("*.parquet")))
@@ -116,28 +117,48 @@ def open_guarded(data: Path) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def parquet_dataset(path: Path | list[Path]) -> ds.Dataset:
+def parquet_dataset(path: Path | list[Path], json_ext: bool = True) -> ds.Dataset:
     """One Parquet file, a folder of them, or a list of files (one table stored in several segments)
     as a lazy dataset a guarded connection can register; a list gets the union of its schemas."""
     if isinstance(path, list):
-        import pyarrow.parquet as pq
-
-        fmt = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(arrow_extensions_enabled=True))
         files = [str(p) for p in path]
-        schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
-        return ds.dataset(files, format=fmt, schema=schema)
-    return _lake_dataset(Path(path), hive=False)
+        parts = [ds.dataset(f, format=_parquet_format(json_ext)).schema for f in files]
+        schema = pa.unify_schemas(parts, promote_options="permissive")
+        return ds.dataset(files, format=_parquet_format(json_ext), schema=schema)
+    return _lake_dataset(Path(path), hive=False, json_ext=json_ext)
 
 
-def _lake_dataset(path: Path, hive: bool) -> ds.Dataset:
-    """A lazy pyarrow dataset over lake Parquet: JSON columns keep their JSON type (Arrow's JSON
-    extension, which DuckDB maps back to JSON); ``date=...`` folders become a DATE column."""
-    fmt = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(arrow_extensions_enabled=True))
+def _parquet_format(json_ext: bool) -> ds.ParquetFileFormat:
+    return ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(
+        arrow_extensions_enabled=json_ext))
+
+
+def _lake_dataset(path: Path, hive: bool, json_ext: bool = True) -> ds.Dataset:
+    """A lazy pyarrow dataset over lake Parquet: with ``json_ext`` JSON columns carry Arrow's JSON
+    extension type (``register_dataset`` uses it to find them); ``date=...`` folders become a DATE column."""
+    fmt = _parquet_format(json_ext)
     partitioning = ds.partitioning(pa.schema([("date", pa.date32())]), flavor="hive") if hive else None
     files = sorted(str(p) for p in path.glob("*/*.parquet")) if hive else None
     if hive:
         return ds.dataset(files, format=fmt, partitioning=partitioning, partition_base_dir=str(path))
     return ds.dataset(str(path), format=fmt)
+
+
+def register_dataset(con: duckdb.DuckDBPyConnection, name: str, make: Callable[[bool], ds.Dataset]) -> None:
+    """Register a lake dataset as ``name`` with its JSON columns typed JSON.
+
+    Arrow's JSON extension type has no comparison kernels, so a filter DuckDB pushes into the scan
+    (a top-N over an expression of a JSON column does) fails inside pyarrow. So the scan reads JSON
+    columns as plain text (``make(False)``, registered as ``name__arrow``) and the view ``name``
+    casts them back to JSON. ``make(json_ext)`` builds the dataset."""
+    with_ext = make(True)
+    json_cols = [f.name for f in with_ext.schema if "json" in str(f.type).lower() and "extension" in str(f.type).lower()]
+    if not json_cols:
+        con.register(name, with_ext)
+        return
+    con.register(f"{name}__arrow", make(False))
+    casts = ", ".join(f'CAST("{c}" AS JSON) AS "{c}"' for c in json_cols)
+    con.execute(f'CREATE OR REPLACE VIEW "{name}" AS SELECT * REPLACE ({casts}) FROM "{name}__arrow"')
 
 
 def register_call_views(con: duckdb.DuckDBPyConnection, data: Path, call_views: bool = True,

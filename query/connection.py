@@ -16,7 +16,13 @@ from pathlib import Path
 
 import duckdb
 
-from spanrl.ingest.views import lock_down, open_guarded, parquet_dataset, register_call_views
+from spanrl.ingest.views import (
+    lock_down,
+    open_guarded,
+    parquet_dataset,
+    register_call_views,
+    register_dataset,
+)
 from spanrl.sqlfiles import sql_literal
 
 
@@ -40,7 +46,7 @@ def connect(data: Path, stage2: bool = True, memory_limit: str | None = None,
         tables, _ = current_tables(data)
         for name, path in tables.items():
             if stage2 or name in ("llm_calls", "tool_calls", "coverage"):
-                con.register(f"_stage2_{name}", parquet_dataset(path))
+                register_dataset(con, f"_stage2_{name}", lambda ext, p=path: parquet_dataset(p, ext))
                 con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM _stage2_{name}")
         if stage2 and not {"rewards", "rollouts"} <= set(tables):
             from spanrl.transitions.rollouts import register_lake_views

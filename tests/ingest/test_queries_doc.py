@@ -20,9 +20,25 @@ def test_the_doc_has_ten_queries_and_most_use_the_lake_views_only() -> None:
 
 
 @pytest.fixture(scope="module")
-def con(real_lake):
-    data, _, _ = real_lake
-    return connect(data)
+def built(real_lake, tmp_path_factory) -> Path:
+    """A copy of the real lake after a whole `spanrl ingest`, as a user queries it: stage 2 built, so
+    rewards/rollouts are its stored tables (the shared lake itself stays stage-1 only)."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from spanrl.cli import cli
+
+    data = tmp_path_factory.mktemp("queries") / "data"
+    shutil.copytree(real_lake[0] / "lake", data / "lake")
+    res = CliRunner().invoke(cli, ["transitions", "build", "--data", str(data), "--settle", "0s"])
+    assert res.exit_code == 0, res.output
+    return data
+
+
+@pytest.fixture(scope="module")
+def con(built):
+    return connect(built)
 
 
 def _has(con, name: str) -> bool:
@@ -31,8 +47,8 @@ def _has(con, name: str) -> bool:
 
 
 @pytest.mark.parametrize("i", range(len(BLOCKS)), ids=[f"q{i + 1}" for i in range(len(BLOCKS))])
-def test_doc_query_runs_and_returns_rows(real_lake, con, i: int) -> None:
-    data, _, _ = real_lake
+def test_doc_query_runs_and_returns_rows(built, con, i: int) -> None:
+    data = built
     query = BLOCKS[i]
     for view in re.findall(r"\b(rewards|rollouts)\b", query):
         assert _has(con, view), f"the {view} view is missing from the query connection"
