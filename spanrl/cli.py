@@ -106,10 +106,10 @@ def ingest(data: Path, settle: str | None, **flags) -> None:
 
             print_summary(build_transitions(cfg))
         if cfg.keep_snapshots is not None:
-            from spanrl.transitions.cli import print_snapshot_cleanup
+            from spanrl.options import print_cleanup
             from spanrl.transitions.retention import clean_snapshots
 
-            print_snapshot_cleanup(clean_snapshots(cfg.data, cfg.keep_snapshots))
+            print_cleanup("snapshots", clean_snapshots(cfg.data, cfg.keep_snapshots))
 
 
 cli.add_command(ingest)

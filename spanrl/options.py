@@ -77,3 +77,15 @@ def check_keep(flag: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError(f"{flag} {value!r}: give a whole number >= 1")
     return value
+
+
+def print_cleanup(what: str, plan: Any) -> None:
+    """A ``spanrl.publish.Cleanup`` plan on stderr: what was deleted (or would be), and why each
+    survivor stays. ``what``: "snapshots", "adapters"."""
+    verb = "would delete" if plan.dry_run else "deleted"
+    click.echo(f"{what}: {verb} {len(plan.remove)}, kept {len(plan.keep)} "
+               f"({plan.freed / 1e6:,.1f} MB {'to free' if plan.dry_run else 'freed'})", err=True)
+    for name in plan.remove:
+        click.echo(f"  {verb} {name}", err=True)
+    for name, why in plan.keep.items():
+        click.echo(f"  kept {name}: {why}", err=True)

@@ -16,11 +16,24 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 TMP_PREFIX = ".tmp-"
 TRASH_PREFIX = ".trash-"  # a published folder being deleted: hidden first, so no reader sees half of it
 POINTER = "LATEST"
+
+
+@dataclass
+class Cleanup:
+    """A retention plan for published folders (snapshots, adapters): which stay, each with why, and
+    which go; ``freed`` counts the bytes of those that go (hard-linked bytes another folder keeps
+    are not freed)."""
+
+    keep: dict[str, str] = field(default_factory=dict)
+    remove: list[str] = field(default_factory=list)
+    freed: int = 0
+    dry_run: bool = False
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -6,14 +6,10 @@ torch/transformers/peft are imported inside the command bodies only (the ``train
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from spanrl.options import data_option
-
-if TYPE_CHECKING:
-    from spanrl.trainer.retention import AdapterCleanup
+from spanrl.options import data_option, print_cleanup
 
 
 def _train_help(name: str) -> str:
@@ -97,7 +93,7 @@ def train(data: Path, model: Path, snapshot: str | None, loss: str | None, out: 
     if cfg.keep_adapters is not None:
         from spanrl.trainer.retention import clean_adapters
 
-        print_adapter_cleanup(clean_adapters(cfg.adapters_root, cfg.keep_adapters, data=cfg.data))
+        print_cleanup("adapters", clean_adapters(cfg.adapters_root, cfg.keep_adapters, data=cfg.data))
 
 
 @click.group()
@@ -167,15 +163,4 @@ def adapters_clean(data: Path, out: Path | None, keep: int, dry_run: bool) -> No
     from spanrl.trainer.adapter import adapters_dir
     from spanrl.trainer.retention import clean_adapters
 
-    print_adapter_cleanup(clean_adapters(out or adapters_dir(data), keep, data=data, dry_run=dry_run))
-
-
-def print_adapter_cleanup(plan: AdapterCleanup) -> None:
-    """What was deleted (or would be), and why each survivor stays."""
-    verb = "would delete" if plan.dry_run else "deleted"
-    click.echo(f"adapters: {verb} {len(plan.remove)}, kept {len(plan.keep)} "
-               f"({plan.freed / 1e6:,.1f} MB {'to free' if plan.dry_run else 'freed'})", err=True)
-    for name in plan.remove:
-        click.echo(f"  {verb} {name}", err=True)
-    for name, why in plan.keep.items():
-        click.echo(f"  kept {name}: {why}", err=True)
+    print_cleanup("adapters", clean_adapters(out or adapters_dir(data), keep, data=data, dry_run=dry_run))

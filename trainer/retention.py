@@ -18,25 +18,14 @@ stays, for ``spanrl report``). The snapshots those lines name are kept by ``span
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spanrl.options import check_keep
-from spanrl.publish import TMP_PREFIX, discard, read_pointer, sweep_trash
+from spanrl.publish import TMP_PREFIX, Cleanup, discard, read_pointer, sweep_trash
 from spanrl.trainer.adapter import read_cycles
 
 DEMO_KEYS = ("policy", "candidate", "adapter")  # the adapter ids a demo cycle's record names
-
-
-@dataclass
-class AdapterCleanup:
-    """Which adapters stay (each with why) and which go; ``freed`` is the bytes of those that go."""
-
-    keep: dict[str, str] = field(default_factory=dict)
-    remove: list[str] = field(default_factory=list)
-    freed: int = 0
-    dry_run: bool = False
 
 
 def list_adapters(root: Path) -> list[Path]:
@@ -48,10 +37,10 @@ def list_adapters(root: Path) -> list[Path]:
     return sorted(folders, key=lambda p: (p.name.split("-", 1)[-1], p.name), reverse=True)
 
 
-def plan_adapter_cleanup(root: Path, keep: int, data: Path | None = None) -> AdapterCleanup:
+def plan_adapter_cleanup(root: Path, keep: int, data: Path | None = None) -> Cleanup:
     """Decide, reading only. ``data``: the data root whose ``demo/cycles.jsonl`` is read."""
     check_keep("--keep", keep)
-    plan = AdapterCleanup()
+    plan = Cleanup()
     latest = read_pointer(root)  # before listing: an adapter promoted meanwhile is listed, so kept as newest
     folders = list_adapters(root)
     names = {f.name for f in folders}
@@ -79,7 +68,7 @@ def plan_adapter_cleanup(root: Path, keep: int, data: Path | None = None) -> Ada
     return plan
 
 
-def clean_adapters(root: Path, keep: int, data: Path | None = None, dry_run: bool = False) -> AdapterCleanup:
+def clean_adapters(root: Path, keep: int, data: Path | None = None, dry_run: bool = False) -> Cleanup:
     """Delete the adapters ``plan_adapter_cleanup`` lets go (each hidden first, then removed)."""
     plan = plan_adapter_cleanup(root, keep, data)
     plan.dry_run = dry_run

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from spanrl.ingest.config import ADVANTAGE_CHOICES, CREDIT_CHOICES, make_ingest_config
-from spanrl.options import data_option, parse_duration
-
-if TYPE_CHECKING:
-    from spanrl.transitions.retention import SnapshotCleanup
+from spanrl.options import data_option, parse_duration, print_cleanup
 
 
 def stage2_options(func):
@@ -95,15 +91,4 @@ def transitions_clean(data: Path, keep: int, dry_run: bool) -> None:
     """
     from spanrl.transitions.retention import clean_snapshots
 
-    print_snapshot_cleanup(clean_snapshots(data, keep, dry_run=dry_run))
-
-
-def print_snapshot_cleanup(plan: SnapshotCleanup) -> None:
-    """What was deleted (or would be), and why each survivor stays."""
-    verb = "would delete" if plan.dry_run else "deleted"
-    click.echo(f"snapshots: {verb} {len(plan.remove)}, kept {len(plan.keep)} "
-               f"({plan.freed / 1e6:,.1f} MB {'to free' if plan.dry_run else 'freed'})", err=True)
-    for sid in plan.remove:
-        click.echo(f"  {verb} {sid}", err=True)
-    for sid, why in plan.keep.items():
-        click.echo(f"  kept {sid}: {why}", err=True)
+    print_cleanup("snapshots", clean_snapshots(data, keep, dry_run=dry_run))

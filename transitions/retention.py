@@ -17,23 +17,12 @@ training records: adapters written elsewhere with ``spanrl train --out`` are not
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from spanrl.ingest.lakeio import lake_lock, read_jsonl
 from spanrl.options import check_keep
-from spanrl.publish import discard, read_pointer, sweep_trash
+from spanrl.publish import Cleanup, discard, read_pointer, sweep_trash
 from spanrl.transitions.snapshot import list_snapshots, transitions_dir
-
-
-@dataclass
-class SnapshotCleanup:
-    """Which snapshots stay (each with why) and which go; ``freed`` counts bytes no other folder links."""
-
-    keep: dict[str, str] = field(default_factory=dict)
-    remove: list[str] = field(default_factory=list)
-    freed: int = 0
-    dry_run: bool = False
 
 
 def recorded_snapshot_ids(data: Path) -> set[str]:
@@ -55,10 +44,10 @@ def _state(path: Path) -> list[dict]:
     return [state] if isinstance(state, dict) else []
 
 
-def plan_snapshot_cleanup(data: Path, keep: int) -> SnapshotCleanup:
+def plan_snapshot_cleanup(data: Path, keep: int) -> Cleanup:
     """Decide, reading only: the ``keep`` newest snapshots plus every protected one stay."""
     check_keep("--keep", keep)
-    plan = SnapshotCleanup()
+    plan = Cleanup()
     latest = read_pointer(transitions_dir(data))
     recorded = recorded_snapshot_ids(data)
     for i, folder in enumerate(list_snapshots(data)):  # newest first
@@ -75,7 +64,7 @@ def plan_snapshot_cleanup(data: Path, keep: int) -> SnapshotCleanup:
     return plan
 
 
-def clean_snapshots(data: Path, keep: int, dry_run: bool = False) -> SnapshotCleanup:
+def clean_snapshots(data: Path, keep: int, dry_run: bool = False) -> Cleanup:
     """Delete the snapshots ``plan_snapshot_cleanup`` lets go. Holds the lake writer lock, so no
     build publishes a snapshot or moves LATEST while the plan is made and carried out."""
     data = Path(data)
