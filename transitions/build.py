@@ -109,7 +109,7 @@ def _build(cfg: IngestConfig, given: duckdb.DuckDBPyConnection | None) -> BuildR
                      "lake": {f: [*v[:2], clocks.get(f)] for f, v in inv["lake"].items()},
                      "feedback": inv["feedback"]}
         if plan.full or plan.traces or _files_moved(state, inv):
-            _compute(con, cfg, rules, plan, clocks)
+            _compute(con, cfg, rules, plan, set(inv["lake"]))
             _crash_point("rows")
             publish_build(build_id, data, lambda tmp: _write_segments(con, data, tmp, build_id, plan, new_state),
                           new_state)
@@ -171,11 +171,11 @@ def _config_diff(old: dict[str, Any], new: dict[str, Any], state: dict[str, Any]
 
 
 def _compute(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, rules: list, plan: Plan,
-             clocks: dict[str, int]) -> None:
+             existing: set[str]) -> None:
     """Stage 2 over the plan's traces (every trace when full), as temp tables on ``con``, closing
-    over rollouts a recomputed trace turns out to share with older traces."""
+    over rollouts a recomputed trace turns out to share with older traces (``existing``: the lake
+    files present now)."""
     data = Path(cfg.data)
-    existing = set(clocks) | {f for f in inventory(data)["lake"]}
     for round_ in range(1, MAX_CLOSURE_ROUNDS + 1):
         if not plan.full:
             fill_priors(con)

@@ -349,14 +349,6 @@ def _with_advantages(con: duckdb.DuckDBPyConnection, adv: str | None, config: di
     return apply_advantages(con, config.get("credit", "air"), float(config.get("gamma", 0.95)))
 
 
-def snapshot_advantages(data: Path | str, ref: str = "LATEST") -> Path | None:
-    """The snapshot's advantages table (rollout_id, task_id, r, a_r, baseline), or None when its rows
-    carry their advantage themselves (a snapshot written from a table)."""
-    folder = resolve_snapshot(data, ref)
-    name = read_manifest(folder).get("advantages")
-    return folder / name if name else None
-
-
 def load_snapshot(ref: str = "LATEST", data: Path | str | None = None, as_arrow: bool = False) -> Any:
     """Public reader: a polars DataFrame (default) or an Arrow table of the snapshot's rows."""
     from spanrl.options import resolve_data_root

@@ -37,13 +37,10 @@ STATE_FORMAT = 2
 # their per-rollout digests, and the bookkeeping the next build needs about these traces.
 SEGMENT_TABLES = ("llm_calls", "tool_calls", "rewards", "rollouts", "coverage", "transitions", "digests",
                   "_traces", "_responses")
-# Whole-lake tables rewritten by every build (small: feedback rows).
-GLOBAL_TABLES = ("feedback_rewards", "_feedback_detail")
 PUBLIC = ("llm_calls", "tool_calls", "rewards", "rollouts", "coverage")
-# Which key says what a row belongs to: trace-keyed rows leave a segment when their trace is
-# recomputed, rollout-keyed rows when their rollout is.
+# Trace-keyed rows leave a segment when their trace is recomputed; the others (rewards, rollouts,
+# transitions, digests) are rollout-keyed and leave it when their rollout is.
 BY_TRACE = ("llm_calls", "tool_calls", "coverage", "_traces", "_responses")
-BY_ROLLOUT = ("rewards", "rollouts", "transitions", "digests")
 # How readers find one rollout's rows (spanrl ui, bench/ui.py): by key or by the rollout's time span.
 # Each table is written in that order, in the lake's small row groups, so a lookup reads the one row
 # group (20480 rows) whose min/max statistics can hold the key instead of the whole table.

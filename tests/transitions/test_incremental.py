@@ -178,6 +178,15 @@ def test_config_change_is_an_announced_full_rebuild(tmp_path: Path) -> None:
     st = latest_manifest(tmp_path)["stats"]["stage2"]
     assert st["mode"] == "full" and "credit" in st["reason"]
     assert "full rebuild" in result.output and "credit" in result.output
+    # tables stored by an older release (state without this format) are rebuilt, not continued
+    import spanrl.transitions.tables as tables
+
+    state = tables.tables_dir(tmp_path) / tables.load_state(tmp_path)["build_id"] / "state.json"
+    state.write_text(json.dumps({k: v for k, v in json.loads(state.read_text()).items() if k != "format"}))
+    agent.write(1, agent.rollout("c", 1, 1.0, "t1"))
+    _ingest(tmp_path, "--credit", "identical")
+    st = latest_manifest(tmp_path)["stats"]["stage2"]
+    assert st["mode"] == "full" and st["reason"] == "older stage-2 layout"
 
 
 def test_retention_drops_old_rollouts_and_stays_equal_to_from_scratch(tmp_path: Path) -> None:
