@@ -20,6 +20,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from spanrl.publish import fsync_path
+
 
 class Outcome(Enum):
     """What happened to one request; each transport maps it to its own status."""
@@ -110,7 +112,7 @@ class RotatingFile:
         self._fd = -1
         self._open()  # may fail (no space, no inode): the next write opens it again
         if self.fsync:
-            _fsync_dir(self.path.parent)
+            fsync_path(self.path.parent)
         return target
 
     def write_lines(self, lines: list[bytes]) -> None:
@@ -155,14 +157,6 @@ def _last_byte(path: Path) -> bytes:
     with open(path, "rb") as f:
         f.seek(-1, os.SEEK_END)
         return f.read(1)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @dataclass

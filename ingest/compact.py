@@ -43,7 +43,6 @@ from spanrl.ingest.lakeio import (
     append_jsonl,
     crash_point,
     drop_intent,
-    fsync_path,
     now_iso,
     read_intent,
     read_jsonl,
@@ -51,6 +50,7 @@ from spanrl.ingest.lakeio import (
     write_intent,
 )
 from spanrl.ingest.views import read_sql, sql_literal
+from spanrl.publish import fsync_path
 
 JOURNAL = "_compacted.jsonl"
 INTENT = "_compacting.json"

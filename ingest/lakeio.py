@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from spanrl.publish import exclusive, write_text_atomic
+from spanrl.publish import exclusive, fsync_path, write_text_atomic
 
 PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 20480"  # every lake file is written so
 CRASH_ENV = "SPANRL_TEST_CRASH_AT"
@@ -47,15 +47,6 @@ def crash_point(point: str) -> None:
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def fsync_path(path: Path) -> None:
-    """fsync a file or a folder (a folder: so a rename or unlink inside it survives a power cut)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:

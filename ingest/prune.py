@@ -30,13 +30,13 @@ from spanrl.ingest.lakeio import (
     append_jsonl,
     crash_point,
     drop_intent,
-    fsync_path,
     now_iso,
     read_intent,
     read_jsonl,
     relative,
     write_intent,
 )
+from spanrl.publish import fsync_path
 
 JOURNAL = "_pruned.jsonl"
 INTENT = "_pruning.json"

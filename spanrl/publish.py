@@ -36,6 +36,15 @@ class Cleanup:
     dry_run: bool = False
 
 
+def fsync_path(path: Path) -> None:
+    """fsync a file or a folder (a folder: so a rename or unlink inside it survives a power cut)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write to a sibling temp file, fsync, then ``os.replace``: readers see old or new, never half."""
     tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}")
