@@ -1,0 +1,111 @@
+"""What each demo cycle gave the optimizer to learn from: the measurements behind docs/demo.md's ablation.
+
+    .venv/bin/python bench/demo_signal.py --root ./seeds       # after bench/demo_seeds.py
+
+For every run of ``ROOT/results.jsonl`` (bench/demo_seeds.py) and every cycle it trained, reads the
+snapshot that cycle trained on (``adapters/cycles.jsonl`` names it) and counts, per arm over seeds
+and cycles: rollouts, task groups, groups whose rewards differ (the only ones a group advantage can
+learn from), transition rows, rows with a non-zero advantage, and rows whose non-zero advantage
+comes from AIR alone (a group with equal rewards, where ``air`` credit still pushes down the calls
+that broke a tool). Also the positive and negative advantage mass. Writes ``ROOT/signal.md``.
+Reads snapshot files only (any schema version: a row without an advantage takes its rollout's from
+the snapshot's advantages table), so it can run beside a demo. Not collected by pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import duckdb
+
+PER_ROW = """
+SELECT rollout_id, task_id, step, coalesce(final_reward, 0.0) AS r, coalesce(step_reward, 0.0) AS air, advantage
+FROM read_parquet($parts)
+"""
+
+STATS = """
+WITH g AS (SELECT task_id, count(DISTINCT rollout_id) AS n, max(r) - min(r) AS spread FROM x GROUP BY task_id)
+SELECT count(DISTINCT rollout_id) AS rollouts,
+       (SELECT count(*) FROM g) AS groups,
+       (SELECT count(*) FROM g WHERE spread > 1e-9) AS groups_with_spread,
+       count(*) AS rows,
+       count(*) FILTER (WHERE abs(advantage) > 1e-9) AS rows_with_signal,
+       count(*) FILTER (WHERE abs(advantage) > 1e-9 AND task_id IN (SELECT task_id FROM g WHERE spread <= 1e-9))
+           AS rows_air_only,
+       count(*) FILTER (WHERE air <> 0) AS rows_air_hit,
+       coalesce(sum(advantage) FILTER (WHERE advantage > 0), 0) AS pos_mass,
+       coalesce(-sum(advantage) FILTER (WHERE advantage < 0), 0) AS neg_mass,
+       count(DISTINCT rollout_id) FILTER (WHERE r >= 1.0) AS solved
+FROM x
+"""
+
+
+def cycle_rows(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
+    """Temp table x of one snapshot's rows, with the advantage filled for a v2 snapshot."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    parts = [str(folder / p) for p in manifest["parts"]]
+    con.execute("CREATE OR REPLACE TEMP TABLE x AS " + PER_ROW, {"parts": parts})
+    if manifest.get("advantages"):  # snapshot v2: advantage per rollout, credit applied by the reader
+        cfg = manifest.get("config") or {}
+        con.execute("CREATE OR REPLACE TEMP TABLE a AS SELECT rollout_id, a_r FROM read_parquet($p)",
+                    {"p": str(folder / manifest["advantages"])})
+        credit = cfg.get("credit", "air")
+        air_term = "x.air" if credit in ("air", "discounted") else "0.0"
+        con.execute(f"UPDATE x SET advantage = a.a_r + {air_term} FROM a WHERE a.rollout_id = x.rollout_id")
+
+
+def run_stats(run: Path) -> list[dict]:
+    con = duckdb.connect()
+    out = []
+    cycles = run / "adapters" / "cycles.jsonl"
+    if not cycles.exists():
+        return out
+    for line in cycles.read_text().splitlines():
+        if not line.strip():
+            continue
+        c = json.loads(line)
+        folder = run / "transitions" / c["snapshot_id"]
+        if not (folder / "manifest.json").exists():
+            continue
+        cycle_rows(con, folder)
+        cur = con.execute(STATS)
+        out.append({"cycle": c["cycle"], **dict(zip([d[0] for d in cur.description], cur.fetchone(), strict=True))})
+    return out
+
+
+def render(by_arm: dict[str, list[dict]]) -> str:
+    keys = ["rollouts", "groups", "groups_with_spread", "rows", "rows_with_signal", "rows_air_only",
+            "rows_air_hit", "pos_mass", "neg_mass", "solved"]
+    lines = ["| arm | runs | rollouts | groups with a reward spread | rows | rows with a non-zero advantage "
+             "| of which AIR only | rows with an AIR hit | advantage mass + / − | solved rollouts |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for arm, runs in by_arm.items():
+        tot = {k: sum(c[k] for run in runs for c in run) for k in keys}
+        signal = tot["rows_with_signal"]
+        lines.append(
+            f"| {arm} | {len(runs)} | {tot['rollouts']} | {tot['groups_with_spread']} / {tot['groups']} "
+            f"({tot['groups_with_spread'] / max(tot['groups'], 1):.0%}) | {tot['rows']} | {signal} "
+            f"({signal / max(tot['rows'], 1):.0%}) | {tot['rows_air_only']} ({tot['rows_air_only'] / max(signal, 1):.0%} "
+            f"of the signal) | {tot['rows_air_hit']} | {tot['pos_mass']:.1f} / {tot['neg_mass']:.1f} | "
+            f"{tot['solved']} ({tot['solved'] / max(tot['rollouts'], 1):.0%}) |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--root", type=Path, required=True, help="bench/demo_seeds.py's --root")
+    a = ap.parse_args()
+    by_arm: dict[str, list[list[dict]]] = {}
+    for line in (a.root / "results.jsonl").read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            by_arm.setdefault(r["arm"], []).append(run_stats(Path(r["data"])))
+    text = render(by_arm)
+    (a.root / "signal.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
