@@ -92,6 +92,8 @@ def pages(rollouts: int, snapshot_id: str) -> list[tuple[str, str, float]]:
                                            "&sort=reward&page=3", ROLLOUTS_TARGET_S),
         ("one rollout", f"/rollouts/r{mid}", ROLLOUT_TARGET_S),
         ("one rollout (AIR hit)", f"/rollouts/r{mid - mid % 7 + 3}", ROLLOUT_TARGET_S),
+        ("one snapshot, page 1", f"/snapshots/{snapshot_id}", ROLLOUTS_TARGET_S),
+        ("  middle page", f"/snapshots/{snapshot_id}?page={max(1, mid // 50)}", ROLLOUTS_TARGET_S),
         ("tasks", "/tasks", ROLLOUTS_TARGET_S),
         ("cycles", "/cycles", ROLLOUTS_TARGET_S),
     ]

@@ -261,12 +261,19 @@ def register_snapshot(con: duckdb.DuckDBPyConnection, data: Path | str, ref: str
     """A lazy view ``name`` of a snapshot's rows as ``read_snapshot`` returns them (advantage filled
     from the advantages table, the snapshot's own id), for readers that filter instead of loading
     every row (the web app). Parts and advantages are registered Arrow datasets (``name``_rows,
-    ``name``_adv), so this works on a connection whose file access is off."""
+    ``name``_adv), so this works on a connection whose file access is off. ``name``_digests is the
+    per-rollout index (rollout_id, task_id, r, n_rows, ...; ``digests.parquet``, in rollout order):
+    a page of rollouts reads it instead of grouping every row."""
     import pyarrow.dataset as ds
 
     folder = resolve_snapshot(data, ref)
     manifest = read_manifest(folder)
     con.register(f"{name}_rows", snapshot_dataset(data, ref))
+    if manifest.get("digests") and (folder / manifest["digests"]).is_file():
+        con.register(f"{name}_digests", ds.dataset(str(folder / manifest["digests"]), format="parquet"))
+    else:  # a snapshot without the index (none is written so; kept for hand-made folders)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name}_digests AS SELECT rollout_id, any_value(task_id) AS task_id, "
+                    f"any_value(final_reward) AS r, count(*) AS n_rows FROM {name}_rows GROUP BY rollout_id")
     body = f"SELECT * FROM {name}_rows"
     if manifest.get("advantages"):
         config = manifest.get("config") or {}

@@ -174,6 +174,10 @@ def _register_empty(con: duckdb.DuckDBPyConnection) -> None:
 
     con.register(NO_SNAPSHOT, TRANSITION_SCHEMA.empty_table())
     con.execute(f"CREATE OR REPLACE TEMP VIEW {SNAPSHOT_VIEW} AS SELECT * FROM {NO_SNAPSHOT}")
+    con.register(f"{SNAPSHOT_VIEW}_digests", pa.table({"rollout_id": pa.array([], pa.string()),
+                                                        "task_id": pa.array([], pa.string()),
+                                                        "r": pa.array([], pa.float64()),
+                                                        "n_rows": pa.array([], pa.int64())}))
     con.register(SEARCH_VIEW, pa.table({"trace_id": pa.array([], pa.string())}))
 
 

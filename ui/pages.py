@@ -208,6 +208,12 @@ def snapshot_view(lake: Lake, snapshot_id: str, page: int) -> dict[str, Any]:
             for k in sorted(set(counts) | set(before))]
     rows = lake.rows("snapshot_rollouts", {"limit": PER_PAGE, "offset": (page - 1) * PER_PAGE}, snapshot=snapshot_id)
     total = rows[0]["total"] if rows else 0
+    if rows:
+        stats = {r["rollout_id"]: r for r in lake.rows("snapshot_rollout_stats", {
+            "lo": rows[0]["rollout_id"], "hi": rows[-1]["rollout_id"]}, snapshot=snapshot_id)}
+        empty = dict.fromkeys(("air_steps", "step_reward_sum", "adv_min", "adv_max", "engine_calls"))
+        rows = [{**row, **{k: v for k, v in stats.get(row["rollout_id"], empty).items() if k != "rollout_id"}}
+                for row in rows]
     config = manifest.get("config", {})
     return {"m": manifest, "previous": previous, "diff": diff, "rows": rows, "page": page,
             "pages": max(1, -(-total // PER_PAGE)), "total": total,

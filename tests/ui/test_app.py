@@ -209,3 +209,33 @@ def test_search_cancel_interrupts_a_running_search(tmp_path: Path) -> None:
     searches.cancel_all()  # what the server does on shutdown: cancel, then join every search thread
     assert again.state in ("cancelled", "done")
     assert not [th for th in threading.enumerate() if th.name.startswith("search ")]
+
+
+def test_snapshot_page_rows_match_the_snapshot(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The single-snapshot page (index-paged: digests for the page, rows for its rollouts only) shows
+    every rollout once, across pages, with the counts the snapshot reader gives."""
+    from spanrl.ui import pages
+
+    sid = lake.latest_snapshot_id()
+    table, _ = read_snapshot(lake.data, sid)
+    truth: dict[str, dict] = {}
+    for row in table.to_pylist():
+        t = truth.setdefault(row["rollout_id"], {"task_id": row["task_id"], "final_reward": row["final_reward"],
+                                                 "calls": 0, "air_steps": 0, "advs": [], "engine_calls": 0})
+        t["calls"] += 1
+        t["air_steps"] += bool(row["step_reward"])
+        t["advs"].append(row["advantage"])
+        t["engine_calls"] += row["token_source"] == "engine"
+    assert len(truth) >= 3
+    monkeypatch.setattr(pages, "PER_PAGE", 2)
+    seen: list[str] = []
+    first = pages.snapshot_view(lake, sid, 1)
+    assert first["total"] == len(truth) and first["pages"] == -(-len(truth) // 2)
+    for page in range(1, first["pages"] + 1):
+        for r in pages.snapshot_view(lake, sid, page)["rows"]:
+            t = truth[r["rollout_id"]]
+            assert (r["task_id"], r["final_reward"], r["calls"], r["air_steps"], r["engine_calls"]) == (
+                t["task_id"], t["final_reward"], t["calls"], t["air_steps"], t["engine_calls"])
+            assert r["adv_min"] == pytest.approx(min(t["advs"])) and r["adv_max"] == pytest.approx(max(t["advs"]))
+            seen.append(r["rollout_id"])
+    assert seen == sorted(truth)

@@ -1,11 +1,8 @@
 -- name: snapshot_rollouts
--- A snapshot's rows per rollout: calls, final reward, AIR step rewards, advantage range.
-SELECT rollout_id, any_value(task_id) AS task_id, count(*) AS calls, any_value(final_reward) AS final_reward,
-       count(*) FILTER (WHERE step_reward <> 0) AS air_steps, sum(step_reward) AS step_reward_sum,
-       min(advantage) AS adv_min, max(advantage) AS adv_max,
-       count(*) FILTER (WHERE token_source = 'engine') AS engine_calls,
-       count(*) OVER () AS total
-FROM _ui_snapshot
-GROUP BY rollout_id
+-- A page of a snapshot's rollouts (rollout order, LIMIT/OFFSET, total) from its per-rollout index
+-- (_ui_snapshot_digests, digests.parquet), never from the rows: a page costs the same at 1k or 1M
+-- rollouts. snapshot_rollout_stats.sql then reads the rows of the page's rollouts only.
+SELECT rollout_id, task_id, n_rows AS calls, r AS final_reward, count(*) OVER () AS total
+FROM _ui_snapshot_digests
 ORDER BY rollout_id
 LIMIT $limit OFFSET $offset
