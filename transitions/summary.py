@@ -38,7 +38,8 @@ def collect_stats(con: duckdb.DuckDBPyConnection, plan: Plan) -> dict[str, Any]:
                       stddev_samp(r) FROM _digests""")
     tr = one("""SELECT coalesce(sum(orphan_spans), 0), coalesce(sum(orphans_reattached), 0),
                        coalesce(sum(agent_calls_repaired), 0), coalesce(sum(agent_repairs_ambiguous), 0),
-                       coalesce(sum(llm_calls_complete), 0), coalesce(sum(llm_calls_without_response), 0) FROM _traces""")
+                       coalesce(sum(llm_calls_complete), 0), coalesce(sum(llm_calls_without_response), 0),
+                       coalesce(sum(prompt_messages_restored), 0) FROM _traces""")
     times = one("""SELECT min(started_ns), max(ended_ns) FROM rollouts SEMI JOIN _digests USING (rollout_id)""")
     unknown = con.execute("""SELECT file || ':' || line || ' ' || feedback_key FROM _feedback_detail
                              WHERE rollout_id IS NULL ORDER BY file, line""").fetchall()
@@ -51,6 +52,7 @@ def collect_stats(con: duckdb.DuckDBPyConnection, plan: Plan) -> dict[str, Any]:
         "llm_calls_complete": int(tr[4]), "llm_calls_without_response": int(tr[5]),
         "orphan_spans": int(tr[0]), "orphans_reattached": int(tr[1]),
         "agent_calls_repaired": int(tr[2]), "agent_repairs_ambiguous": int(tr[3]),
+        "prompt_messages_restored": int(tr[6]),
         "rewards_by_source": pairs("SELECT source, count(*) FROM rewards GROUP BY 1 ORDER BY 1"),
         "air_hits_by_rule": pairs("SELECT name, count(*) FROM rewards WHERE source = 'air' GROUP BY 1 ORDER BY 1"),
         "reward_mean_by_task": [
@@ -136,6 +138,9 @@ def print_summary(result: BuildResult) -> None:
     if s.get("agent_calls_repaired") or s.get("agent_repairs_ambiguous"):
         table.add_row("agents by hierarchy repair",
                       f"{s['agent_calls_repaired']} calls ({s['agent_repairs_ambiguous']} ambiguous, left without)")
+    if s.get("prompt_messages_restored"):
+        table.add_row("prompt messages restored", f"{s['prompt_messages_restored']} (tool calls the instrumentation "
+                      "left out of a later prompt, taken from the response that made them; llm_calls.restored_messages)")
     if s.get("config_changed"):
         table.add_row("stage-2 config changed", ", ".join(s["config_changed"])
                       + ": every rollout was rebuilt with the new config (LATEST's config differs)")

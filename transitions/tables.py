@@ -294,7 +294,8 @@ _EMPTY = {
     "rollouts": "SELECT NULL::VARCHAR AS rollout_id, NULL::BOOLEAN AS complete, NULL::DOUBLE AS final_reward, "
                 "NULL::BIGINT AS started_ns, NULL::BIGINT AS ended_ns",
     "_traces": "SELECT 0 AS orphan_spans, 0 AS orphans_reattached, 0 AS agent_calls_repaired, "
-               "0 AS agent_repairs_ambiguous, 0 AS llm_calls_complete, 0 AS llm_calls_without_response",
+               "0 AS agent_repairs_ambiguous, 0 AS llm_calls_complete, 0 AS llm_calls_without_response, "
+               "0 AS prompt_messages_restored",
     "coverage": "SELECT NULL::VARCHAR AS scope_name, NULL::VARCHAR AS scope_version, NULL::BOOLEAN AS missing_input, "
                 "NULL::BOOLEAN AS missing_output, NULL::VARCHAR AS convention, []::VARCHAR[] AS attribute_keys, "
                 "[]::VARCHAR[] AS event_names",

@@ -102,6 +102,42 @@ multi AS (  -- a call seen twice or more: the best-ranked member, filled in from
 calls AS MATERIALIZED (  -- one row per call
     SELECT * FROM single UNION ALL BY NAME SELECT * FROM multi
 ),
+-- Restored prompts. Some instrumentations (OpenLIT 1.45) record a prompt's tool results but drop the
+-- assistant message that made those tool calls. Such a tool result is restored from the call of the
+-- same trace that made it: the latest earlier call whose response lists that tool-call id; its
+-- response goes back in front of the first tool result it answers. restored_messages counts them (and
+-- stage 2 reports them per rollout), so the repair is never silent.
+tool_prompts AS (  -- calls whose prompt holds a tool result: its messages and the tool-call ids it lists
+    SELECT trace_id, span_id, start_ns, msgs,
+           flatten(list_transform(msgs, lambda m: coalesce(json_extract_string(m, '$.tool_calls[*].id'), []))) AS listed
+    FROM (SELECT trace_id, span_id, start_ns, json_extract(input_messages, '$[*]') AS msgs
+          FROM calls WHERE contains(CAST(input_messages AS VARCHAR), '"tool_call_id"'))
+),
+orphans AS (  -- tool results whose tool call is not in the prompt
+    SELECT trace_id, span_id, start_ns, msgs, orphan_ids
+    FROM (SELECT *, list_filter(list_transform(msgs, lambda m: CASE WHEN json_extract_string(m, '$.role') = 'tool'
+                                                                   THEN json_extract_string(m, '$.tool_call_id') END),
+                                lambda x: x IS NOT NULL AND NOT list_contains(listed, x)) AS orphan_ids
+          FROM tool_prompts)
+    WHERE len(orphan_ids) > 0
+),
+restore_from AS (  -- per orphan tool-call id: the response that made the call
+    SELECT o.trace_id, o.span_id, o.oid, arg_max(c.span_id, c.start_ns) AS src, arg_max(c.output_message, c.start_ns) AS msg
+    FROM (SELECT trace_id, span_id, start_ns, unnest(orphan_ids) AS oid FROM orphans) AS o
+    JOIN calls AS c ON c.trace_id = o.trace_id AND c.start_ns < o.start_ns
+        AND list_contains(json_extract_string(c.output_message, '$.tool_calls[*].id'), o.oid)
+    GROUP BY ALL
+),
+restored AS (
+    SELECT trace_id, span_id, to_json(flatten(list_transform(range(1, len(msgs) + 1), lambda i: CASE
+               WHEN restore_here(msgs, src_of, i) THEN [src_of[json_extract_string(msgs[i], '$.tool_call_id')].msg, msgs[i]]
+               ELSE [msgs[i]] END))) AS input_messages,
+           len(list_filter(range(1, len(msgs) + 1), lambda i: restore_here(msgs, src_of, i))) AS restored_messages
+    FROM (SELECT o.trace_id, o.span_id, o.msgs, map_from_entries(list({'key': r.oid, 'value': {'src': r.src, 'msg': r.msg}}))
+                     AS src_of
+          FROM orphans AS o JOIN restore_from AS r ON r.trace_id = o.trace_id AND r.span_id = o.span_id
+          GROUP BY ALL)
+),
 tree AS (
     SELECT trace_id, span_id, parent_span_id, spanrl_span_agent("name", attributes, x) AS agent
     FROM (SELECT s.trace_id, s.span_id, s.parent_span_id, s."name", s.attributes,
@@ -122,8 +158,9 @@ agents AS (
     GROUP BY ALL
 )
 SELECT c.trace_id, c.span_id, c.parent_span_id, c.start_ns, c.end_ns, c.service_name, ag.agent_name, c.convention,
-       c.provider, c.model, c.input_messages, c.output_message, c.tools, c.finish_reason, c.input_tokens,
-       c.output_tokens, c.prompt_token_ids, c.response_token_ids, c.response_logprobs, c.temperature,
-       c.response_id, c.status_code
+       c.provider, c.model, coalesce(r.input_messages, c.input_messages) AS input_messages, c.output_message, c.tools,
+       c.finish_reason, c.input_tokens, c.output_tokens, c.prompt_token_ids, c.response_token_ids, c.response_logprobs,
+       c.temperature, c.response_id, c.status_code, coalesce(r.restored_messages, 0)::INTEGER AS restored_messages
 FROM calls AS c
 LEFT JOIN agents AS ag ON ag.trace_id = c.trace_id AND ag.call_span_id = c.span_id
+LEFT JOIN restored AS r ON r.trace_id = c.trace_id AND r.span_id = c.span_id

@@ -279,3 +279,13 @@ CREATE OR REPLACE MACRO spanrl_span_agent(span_name, attributes, x) AS
              agent_attr(x, 'langsmith.metadata.langgraph_node'),
              CASE WHEN contains(CAST(attributes AS VARCHAR), 'langgraph_node')
                   THEN json_extract_string(try_cast(agent_attr(x, 'metadata') AS JSON), '$.langgraph_node') END);
+
+-- Restored prompts (llm_calls.sql): is message i of msgs a tool result whose dropped tool call goes back
+-- in front of it? src_of maps a tool-call id to {src: the span that made it, msg: its response}; only the
+-- first of consecutive tool results answering the same response gets it.
+CREATE OR REPLACE MACRO restore_here(msgs, src_of, i) AS
+    json_extract_string(msgs[i], '$.role') = 'tool'
+    AND src_of[json_extract_string(msgs[i], '$.tool_call_id')] IS NOT NULL
+    AND NOT coalesce(i > 1 AND json_extract_string(msgs[i - 1], '$.role') = 'tool'
+                     AND src_of[json_extract_string(msgs[i - 1], '$.tool_call_id')].src
+                         = src_of[json_extract_string(msgs[i], '$.tool_call_id')].src, false);

@@ -8,6 +8,8 @@
 --   span event       the same event recorded on the span (JSON strings or structured values)
 -- A call in two carriers (SPAN_AND_EVENT) is two members of one call in llm_calls.sql (same span
 -- id): one row, from the span attributes (priority 1 before the events' 2).
+-- gen_ai.system_instructions becomes the first (system) message, unless the input messages already
+-- hold a system message with that text (OpenLIT writes the instructions in both places).
 WITH events AS (  -- span events named gen_ai.client.inference.operation.details (cheap test first)
     SELECT trace_id, span_id, scope_name, unnest(json_extract(events, '$[*]')) AS e
     FROM _llm_spans WHERE contains(events, 'gen_ai.client.inference.operation.details')
@@ -38,7 +40,8 @@ SELECT trace_id, span_id,
             THEN 'openllmetry' WHEN origin = 'span' THEN 'genai_semconv_latest'
             ELSE 'genai_semconv_latest_' || origin END AS convention,
        CASE WHEN im IS NOT NULL OR si IS NOT NULL THEN
-           to_json(CASE WHEN si IS NOT NULL AND json_array_length(si) > 0
+           to_json(CASE WHEN si IS NOT NULL AND json_array_length(si) > 0 AND NOT coalesce(list_bool_or(list_transform(
+                            im, lambda m: m."role" IN ('system', 'developer') AND parts_text(m) = content_text(si))), false)
                         THEN [chat_message('system', content_text(si), NULL, NULL)] ELSE [] END
                    || coalesce(flatten(list_transform(im, lambda m: parts_messages(m))), [])) END AS input_messages,
        CASE WHEN len(om) > 0 THEN chat_message('assistant', parts_text(om[1]), parts_tool_calls(om[1]), NULL) END

@@ -14,6 +14,10 @@ agents AS (
     SELECT trace_id, count(agent_name) AS agent_calls_repaired, count(*) FILTER (WHERE ambiguous) AS agent_repairs_ambiguous
     FROM _agent_repairs GROUP BY trace_id
 ),
+restored AS (  -- prompt messages llm_calls.sql restored (a tool call the instrumentation left out)
+    SELECT trace_id, sum(restored_messages) AS prompt_messages_restored FROM llm_calls
+    WHERE restored_messages > 0 GROUP BY trace_id
+),
 calls AS (
     SELECT c.trace_id, count(*) AS llm_calls_complete,
            count(*) FILTER (WHERE c.output_message IS NULL) AS llm_calls_without_response
@@ -24,10 +28,12 @@ SELECT t.trace_id, t.rollout_id, coalesce(f.lake_files, []::VARCHAR[]) AS lake_f
        coalesce(a.agent_calls_repaired, 0) AS agent_calls_repaired,
        coalesce(a.agent_repairs_ambiguous, 0) AS agent_repairs_ambiguous,
        coalesce(c.llm_calls_complete, 0) AS llm_calls_complete,
-       coalesce(c.llm_calls_without_response, 0) AS llm_calls_without_response
+       coalesce(c.llm_calls_without_response, 0) AS llm_calls_without_response,
+       coalesce(rs.prompt_messages_restored, 0) AS prompt_messages_restored
 FROM _trace_rollouts t
 LEFT JOIN files f USING (trace_id)
 LEFT JOIN tree tr USING (trace_id)
 LEFT JOIN agents a USING (trace_id)
 LEFT JOIN calls c USING (trace_id)
+LEFT JOIN restored rs USING (trace_id)
 ORDER BY t.trace_id

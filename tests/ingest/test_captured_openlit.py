@@ -1,0 +1,76 @@
+"""OpenLIT (recorded once from the real library: tests/data/ingest/captured_openlit/record.sh), an
+instrumentation spanrl was not written against. It writes GenAI >= 1.37 content on the span and as
+log events, but (a) repeats the system prompt in gen_ai.system_instructions AND gen_ai.input.messages
+and (b) leaves the assistant's tool-call message out of the next call's gen_ai.input.messages. The
+lake must still hold exactly what the server saw; the repair of (b) is counted, not silent."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from spanrl.ingest.views import connect
+from tests.ingest.conftest import ingest
+from tests.ingest.test_real_instrumentation import norm_message
+
+CAPTURED = Path(__file__).resolve().parents[1] / "data" / "ingest" / "captured_openlit"
+
+
+@pytest.fixture(scope="module")
+def openlit_lake(tmp_path_factory):
+    data = tmp_path_factory.mktemp("openlit")
+    (data / "otel").mkdir()
+    for f in CAPTURED.glob("*.jsonl"):
+        shutil.copy(f, data / "otel" / f.name)
+    s = ingest(data)
+    assert (s.rejects, s.spans, s.logs) == (0, 14, 7)  # 4 roots, 7 chat calls, 3 tool spans; one log event a call
+    return data, json.loads((CAPTURED / "exchanges.json").read_text())
+
+
+def _rows(con, sql: str) -> list[dict]:
+    rel = con.execute(sql)
+    cols = [d[0] for d in rel.description]
+    return [dict(zip(cols, r, strict=True)) for r in rel.fetchall()]
+
+
+def test_every_openlit_call_holds_what_the_server_saw(openlit_lake) -> None:
+    data, exchanges = openlit_lake
+    con = connect(data)
+    rows = {r["response_id"]: r for r in _rows(con, "SELECT * FROM llm_calls")}
+    assert len(rows) == len(exchanges) == 7
+    for req, resp in exchanges:
+        row = rows[resp["id"]]
+        assert row["convention"] == "genai_semconv_latest"
+        assert (row["model"], row["input_tokens"], row["output_tokens"]) == (
+            req["model"], resp["usage"]["prompt_tokens"], resp["usage"]["completion_tokens"])
+        assert [norm_message(m) for m in json.loads(row["input_messages"])] == [norm_message(m) for m in req["messages"]]
+        assert norm_message(json.loads(row["output_message"])) == norm_message(resp["choices"][0]["message"])
+        assert json.loads(row["tools"] or "null") == req.get("tools")
+        # OpenLIT left the assistant's tool call out of every prompt that answers one: restored, and counted
+        answers = sum(m["role"] == "tool" for m in req["messages"])
+        assert row["restored_messages"] == (1 if answers else 0)
+
+
+def test_openlit_rollouts_tasks_and_rewards(openlit_lake) -> None:
+    data, _ = openlit_lake
+    con = connect(data)
+    from spanrl.transitions.rollouts import register_lake_views
+
+    register_lake_views(con, data)
+    got = {(r["task_id"], tuple(r["agent_names"]), r["final_reward"], r["n_llm_calls"], r["n_tool_calls"])
+           for r in _rows(con, "SELECT * FROM rollouts")}
+    assert got == {("add-0", ("calc",), 1.0, 2, 1), ("add-1", ("calc",), 0.0, 2, 1), ("add-2", ("calc",), 1.0, 2, 1),
+                   ("echo-0", ("echo",), 1.0, 1, 0)}
+
+
+def test_openlit_restorations_are_reported_by_the_build(openlit_lake) -> None:
+    """The build summary (and the snapshot's stats) name the restored messages: 3, one per tool round."""
+    data, _ = openlit_lake
+    from spanrl.ingest.config import IngestConfig
+    from spanrl.transitions.build import build_transitions
+
+    result = build_transitions(IngestConfig(data=data, settle_s=0, threads=2))
+    assert result.stats["prompt_messages_restored"] == 3
