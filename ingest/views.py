@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from spanrl.ingest.mapped import load_mapped_conventions, register_mapped
+from spanrl.ingest.pyliteral import register_py_literal_json
 from spanrl.ingest.scan import FILES_SCHEMA, REJECTS_SCHEMA
 from spanrl.options import find_config_file
 from spanrl.sqlfiles import SqlFiles, sql_literal
@@ -38,6 +39,7 @@ LLM_CONVENTIONS = [
     "logfire",           # Pydantic Logfire request_data / response_data
     "agent_lightning",   # token-id-only spans (serving engines, Agent Lightning)
     "payload",           # whole request/response bodies (Langfuse, MLflow, ADK, OpenInference bodies)
+    "litellm",           # LiteLLM's OTel logger: the raw provider request/response (raw_gen_ai_request)
 ]
 
 
@@ -196,6 +198,7 @@ def register_conventions(con: duckdb.DuckDBPyConnection, mapped: list[dict] | No
     per registered convention and per ``[[conventions]]`` mapping (``mapped``, ingest/mapped.py),
     and ``_llm_call_conventions``, their stack, which ``llm_calls.sql`` reads. The stack is built
     from the registry, so a registered convention is never left out."""
+    register_py_literal_json(con)  # litellm.sql reads Python-literal attribute values
     con.execute(f"CREATE OR REPLACE VIEW _llm_spans AS {read_sql('llm_spans')}")
     views = []
     for conv in LLM_CONVENTIONS:

@@ -1,0 +1,47 @@
+"""Python-literal attribute values -> JSON text: the one value format SQL cannot parse.
+
+LiteLLM's OpenTelemetry logger records each provider request and response on a
+``raw_gen_ai_request`` span as ``str()`` of Python objects (``llm.openai.messages = "[{'role':
+'user', 'content': "it's"}]"``, with ``None``/``True``): not JSON, and no string rewrite turns
+it into JSON safely (either quote can appear inside a value). ``py_literal_json`` reads such a
+value with ``ast.literal_eval`` (literals only: nothing is executed) and writes it as JSON; a value
+that already is JSON passes through; anything else gives NULL, which the convention reports as a
+call without content (the ``coverage`` view) rather than guessing.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+
+def _one(text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        value: Any = json.loads(text)
+    except ValueError:
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return None
+
+
+def _convert(values: pa.Array) -> pa.Array:
+    return pa.array([_one(t) for t in values.to_pylist()], pa.string())
+
+
+def register_py_literal_json(con: duckdb.DuckDBPyConnection) -> None:
+    """``py_literal_json(VARCHAR) -> VARCHAR`` on ``con`` (vectorised; once per connection)."""
+    have = con.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = 'py_literal_json'").fetchall()[0][0]
+    if not have:
+        con.create_function("py_literal_json", _convert, [duckdb.sqltype("VARCHAR")], duckdb.sqltype("VARCHAR"),
+                            type="arrow", null_handling="special", side_effects=False)

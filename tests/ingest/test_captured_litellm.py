@@ -1,0 +1,65 @@
+"""LiteLLM's OpenTelemetry logger (recorded once from the real library:
+tests/data/ingest/captured_litellm/record.sh), an instrumentation spanrl was not written against.
+Its GenAI attributes lose assistant tool calls and tool-call ids and, inside an agent's span, land on
+that span (every call made under it writing over the last); the raw_gen_ai_request child of each call
+holds the provider request and response as Python literals. The lake must hold exactly what the
+server saw, one row per call."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from spanrl.ingest.views import connect
+from tests.ingest.conftest import ingest
+from tests.ingest.test_real_instrumentation import norm_message
+
+CAPTURED = Path(__file__).resolve().parents[1] / "data" / "ingest" / "captured_litellm"
+
+
+@pytest.fixture(scope="module")
+def litellm_lake(tmp_path_factory):
+    data = tmp_path_factory.mktemp("litellm")
+    (data / "otel").mkdir()
+    for f in CAPTURED.glob("*.jsonl"):
+        shutil.copy(f, data / "otel" / f.name)
+    s = ingest(data)
+    assert (s.rejects, s.spans) == (0, 10)  # 2 agent roots, 2 tool spans, 5 raw requests, 1 litellm_request
+    return data, json.loads((CAPTURED / "exchanges.json").read_text())
+
+
+def _rows(con, sql: str) -> list[dict]:
+    rel = con.execute(sql)
+    cols = [d[0] for d in rel.description]
+    return [dict(zip(cols, r, strict=True)) for r in rel.fetchall()]
+
+
+def test_every_litellm_call_holds_what_the_server_saw(litellm_lake) -> None:
+    data, exchanges = litellm_lake
+    con = connect(data)
+    rows = {r["response_id"]: r for r in _rows(con, "SELECT * FROM llm_calls")}
+    assert len(rows) == len(exchanges) == 5
+    for req, resp in exchanges:
+        row = rows[resp["id"]]
+        assert row["convention"] == "litellm"
+        assert (row["provider"], row["model"], row["input_tokens"], row["output_tokens"]) == (
+            "openai", req["model"], resp["usage"]["prompt_tokens"], resp["usage"]["completion_tokens"])
+        assert [norm_message(m) for m in json.loads(row["input_messages"])] == [norm_message(m) for m in req["messages"]]
+        assert norm_message(json.loads(row["output_message"])) == norm_message(resp["choices"][0]["message"])
+        assert json.loads(row["tools"] or "null") == req.get("tools")
+        assert row["restored_messages"] == 0
+    assert json.loads(rows["chatcmpl-5"]["input_messages"])[0]["content"] == "it's \"quoted\" and it's None"
+
+
+def test_litellm_rollouts(litellm_lake) -> None:
+    data, _ = litellm_lake
+    con = connect(data)
+    from spanrl.transitions.rollouts import register_lake_views
+
+    register_lake_views(con, data)
+    got = sorted((r["task_id"] if r["task_id"].startswith("add") else "msg", r["final_reward"], r["n_llm_calls"],
+                  r["n_tool_calls"]) for r in _rows(con, "SELECT * FROM rollouts"))
+    assert got == [("add-0", 1.0, 2, 1), ("add-1", 0.0, 2, 1), ("msg", None, 1, 0)]
