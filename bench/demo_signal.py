@@ -37,7 +37,8 @@ SELECT count(DISTINCT rollout_id) AS rollouts,
        count(*) FILTER (WHERE air <> 0) AS rows_air_hit,
        coalesce(sum(advantage) FILTER (WHERE advantage > 0), 0) AS pos_mass,
        coalesce(-sum(advantage) FILTER (WHERE advantage < 0), 0) AS neg_mass,
-       count(DISTINCT rollout_id) FILTER (WHERE r >= 1.0) AS solved
+       count(DISTINCT rollout_id) FILTER (WHERE r >= 1.0) AS solved,
+       count(*) / count(DISTINCT rollout_id) AS calls_per_rollout
 FROM x
 """
 
@@ -79,8 +80,9 @@ def render(by_arm: dict[str, list[dict]]) -> str:
     keys = ["rollouts", "groups", "groups_with_spread", "rows", "rows_with_signal", "rows_air_only",
             "rows_air_hit", "pos_mass", "neg_mass", "solved"]
     lines = ["| arm | runs | rollouts | groups with a reward spread | rows | rows with a non-zero advantage "
-             "| of which AIR only | rows with an AIR hit | advantage mass + / − | solved rollouts |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| of which AIR only | rows with an AIR hit | advantage mass + / − | solved rollouts "
+             "| calls per rollout, first → last trained cycle (2 = the tool was used) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for arm, runs in by_arm.items():
         tot = {k: sum(c[k] for run in runs for c in run) for k in keys}
         signal = tot["rows_with_signal"]
@@ -89,7 +91,9 @@ def render(by_arm: dict[str, list[dict]]) -> str:
             f"({tot['groups_with_spread'] / max(tot['groups'], 1):.0%}) | {tot['rows']} | {signal} "
             f"({signal / max(tot['rows'], 1):.0%}) | {tot['rows_air_only']} ({tot['rows_air_only'] / max(signal, 1):.0%} "
             f"of the signal) | {tot['rows_air_hit']} | {tot['pos_mass']:.1f} / {tot['neg_mass']:.1f} | "
-            f"{tot['solved']} ({tot['solved'] / max(tot['rollouts'], 1):.0%}) |")
+            f"{tot['solved']} ({tot['solved'] / max(tot['rollouts'], 1):.0%}) | "
+            f"{sum(run[0]['calls_per_rollout'] for run in runs if run) / max(len(runs), 1):.2f} → "
+            f"{sum(run[-1]['calls_per_rollout'] for run in runs if run) / max(len(runs), 1):.2f} |")
     return "\n".join(lines) + "\n"
 
 

@@ -18,7 +18,7 @@ from spanrl.options import data_option
               help="Local base model folder (default: SmolLM2-135M-Instruct, prepared under DATA/models).")
 @click.option("--method", type=click.Choice(list(METHODS)), default=None,
               help="Training recipe: sft (expert iteration), rl (pg + air credit), rl-no-air, rl-discounted "
-                   "[sft; rl with --quick].")
+                   "[rl-no-air; rl with --quick].")
 @click.option("--seed", type=int, default=None, help="Seed of the training tasks and the LoRA init [0].")
 @click.option("--train-tasks", type=int, default=None, help="Training tasks per cycle [4].")
 @click.option("--rollouts-per-task", type=int, default=None, help="Rollouts per training task (a group) [4].")
