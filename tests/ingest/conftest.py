@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,22 @@ REAL_RUNS = [
 def ingest(data: Path, **kw) -> LakeSummary:
     """Stage 1 only, on DATA/otel (or kw input=...)."""
     return load_lake(IngestConfig(data=data, no_transitions=True, threads=2, **kw))
+
+
+def ingest_captured(folder: Path, data: Path) -> tuple[LakeSummary, list]:
+    """Stage 1 over a recorded real-instrumentation folder (tests/data/ingest/captured*/: span files
+    and exchanges.json, what the fake server saw); returns the summary and the exchanges."""
+    (data / "otel").mkdir(parents=True)
+    for f in folder.glob("*.jsonl"):
+        shutil.copy(f, data / "otel" / f.name)
+    return ingest(data), json.loads((folder / "exchanges.json").read_text())
+
+
+def rows_of(con, sql: str) -> list[dict]:
+    """A query's rows as dicts."""
+    rel = con.execute(sql)
+    cols = [d[0] for d in rel.description]
+    return [dict(zip(cols, r, strict=True)) for r in rel.fetchall()]
 
 
 @pytest.fixture(scope="session")

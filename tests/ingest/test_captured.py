@@ -4,13 +4,12 @@ llm_calls must hold exactly what the fake server saw, for every instrumentation.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from spanrl.ingest.views import connect
-from tests.ingest.conftest import ingest
+from tests.ingest.conftest import ingest_captured, rows_of
 from tests.ingest.test_real_instrumentation import CONVENTION, norm_message
 
 CAPTURED = Path(__file__).resolve().parents[1] / "data" / "ingest" / "captured"
@@ -19,16 +18,10 @@ CAPTURED = Path(__file__).resolve().parents[1] / "data" / "ingest" / "captured"
 @pytest.fixture(scope="module")
 def captured(tmp_path_factory):
     data = tmp_path_factory.mktemp("captured")
-    (data / "otel").mkdir()
-    for f in CAPTURED.glob("*.jsonl"):
-        shutil.copy(f, data / "otel" / f.name)
-    s = ingest(data)
+    s, exchanges = ingest_captured(CAPTURED, data)
     assert (s.rejects, s.spans) == (0, 36) and s.logs == 16  # 4 instrumentations x 9 spans; openai-v2 events
-    con = connect(data)
-    cols = [d[0] for d in con.execute("SELECT * FROM llm_calls LIMIT 0").description]
-    rows = {r[cols.index("response_id")]: dict(zip(cols, r, strict=True))
-            for r in con.execute("SELECT * FROM llm_calls").fetchall()}
-    return rows, json.loads((CAPTURED / "exchanges.json").read_text())
+    rows = {r["response_id"]: r for r in rows_of(connect(data), "SELECT * FROM llm_calls")}
+    return rows, exchanges
 
 
 def test_every_captured_call_matches_the_server(captured) -> None:

@@ -8,13 +8,12 @@ server saw, one row per call."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from spanrl.ingest.views import connect
-from tests.ingest.conftest import ingest
+from tests.ingest.conftest import ingest_captured, rows_of
 from tests.ingest.test_real_instrumentation import norm_message
 
 CAPTURED = Path(__file__).resolve().parents[1] / "data" / "ingest" / "captured_litellm"
@@ -23,24 +22,15 @@ CAPTURED = Path(__file__).resolve().parents[1] / "data" / "ingest" / "captured_l
 @pytest.fixture(scope="module")
 def litellm_lake(tmp_path_factory):
     data = tmp_path_factory.mktemp("litellm")
-    (data / "otel").mkdir()
-    for f in CAPTURED.glob("*.jsonl"):
-        shutil.copy(f, data / "otel" / f.name)
-    s = ingest(data)
+    s, exchanges = ingest_captured(CAPTURED, data)
     assert (s.rejects, s.spans) == (0, 10)  # 2 agent roots, 2 tool spans, 5 raw requests, 1 litellm_request
-    return data, json.loads((CAPTURED / "exchanges.json").read_text())
-
-
-def _rows(con, sql: str) -> list[dict]:
-    rel = con.execute(sql)
-    cols = [d[0] for d in rel.description]
-    return [dict(zip(cols, r, strict=True)) for r in rel.fetchall()]
+    return data, exchanges
 
 
 def test_every_litellm_call_holds_what_the_server_saw(litellm_lake) -> None:
     data, exchanges = litellm_lake
     con = connect(data)
-    rows = {r["response_id"]: r for r in _rows(con, "SELECT * FROM llm_calls")}
+    rows = {r["response_id"]: r for r in rows_of(con, "SELECT * FROM llm_calls")}
     assert len(rows) == len(exchanges) == 5
     for req, resp in exchanges:
         row = rows[resp["id"]]
@@ -61,5 +51,5 @@ def test_litellm_rollouts(litellm_lake) -> None:
 
     register_lake_views(con, data)
     got = sorted((r["task_id"] if r["task_id"].startswith("add") else "msg", r["final_reward"], r["n_llm_calls"],
-                  r["n_tool_calls"]) for r in _rows(con, "SELECT * FROM rollouts"))
+                  r["n_tool_calls"]) for r in rows_of(con, "SELECT * FROM rollouts"))
     assert got == [("add-0", 1.0, 2, 1), ("add-1", 0.0, 2, 1), ("msg", None, 1, 0)]

@@ -7,13 +7,12 @@ lake must still hold exactly what the server saw; the repair of (b) is counted, 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from spanrl.ingest.views import connect
-from tests.ingest.conftest import ingest
+from tests.ingest.conftest import ingest_captured, rows_of
 from tests.ingest.test_real_instrumentation import norm_message
 
 CAPTURED = Path(__file__).resolve().parents[1] / "data" / "ingest" / "captured_openlit"
@@ -22,24 +21,15 @@ CAPTURED = Path(__file__).resolve().parents[1] / "data" / "ingest" / "captured_o
 @pytest.fixture(scope="module")
 def openlit_lake(tmp_path_factory):
     data = tmp_path_factory.mktemp("openlit")
-    (data / "otel").mkdir()
-    for f in CAPTURED.glob("*.jsonl"):
-        shutil.copy(f, data / "otel" / f.name)
-    s = ingest(data)
+    s, exchanges = ingest_captured(CAPTURED, data)
     assert (s.rejects, s.spans, s.logs) == (0, 14, 7)  # 4 roots, 7 chat calls, 3 tool spans; one log event a call
-    return data, json.loads((CAPTURED / "exchanges.json").read_text())
-
-
-def _rows(con, sql: str) -> list[dict]:
-    rel = con.execute(sql)
-    cols = [d[0] for d in rel.description]
-    return [dict(zip(cols, r, strict=True)) for r in rel.fetchall()]
+    return data, exchanges
 
 
 def test_every_openlit_call_holds_what_the_server_saw(openlit_lake) -> None:
     data, exchanges = openlit_lake
     con = connect(data)
-    rows = {r["response_id"]: r for r in _rows(con, "SELECT * FROM llm_calls")}
+    rows = {r["response_id"]: r for r in rows_of(con, "SELECT * FROM llm_calls")}
     assert len(rows) == len(exchanges) == 7
     for req, resp in exchanges:
         row = rows[resp["id"]]
@@ -61,7 +51,7 @@ def test_openlit_rollouts_tasks_and_rewards(openlit_lake) -> None:
 
     register_lake_views(con, data)
     got = {(r["task_id"], tuple(r["agent_names"]), r["final_reward"], r["n_llm_calls"], r["n_tool_calls"])
-           for r in _rows(con, "SELECT * FROM rollouts")}
+           for r in rows_of(con, "SELECT * FROM rollouts")}
     assert got == {("add-0", ("calc",), 1.0, 2, 1), ("add-1", ("calc",), 0.0, 2, 1), ("add-2", ("calc",), 1.0, 2, 1),
                    ("echo-0", ("echo",), 1.0, 1, 0)}
 
