@@ -43,6 +43,19 @@ def ingest_captured(folder: Path, data: Path) -> tuple[LakeSummary, list]:
     return ingest(data), json.loads((folder / "exchanges.json").read_text())
 
 
+def stage2_connection(data: Path):
+    """Stage 2 as the snapshot builder creates it (stage 1 materialised once, then the stage-2 SQL):
+    a rollouts query over plain views of views spends tens of seconds binding."""
+    from spanrl.ingest.config import make_ingest_config
+    from spanrl.transitions.build import open_lake
+    from spanrl.transitions.rollouts import register_stage2
+
+    cfg = make_ingest_config(data=data, threads=2)
+    con = open_lake(cfg)
+    register_stage2(con, cfg, materialize=True)
+    return con
+
+
 def rows_of(con, sql: str) -> list[dict]:
     """A query's rows as dicts."""
     rel = con.execute(sql)

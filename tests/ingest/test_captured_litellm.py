@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from spanrl.ingest.views import connect
-from tests.ingest.conftest import ingest_captured, rows_of
+from tests.ingest.conftest import ingest_captured, rows_of, stage2_connection
 from tests.ingest.test_real_instrumentation import norm_message
 
 CAPTURED = Path(__file__).resolve().parents[1] / "data" / "ingest" / "captured_litellm"
@@ -46,10 +46,7 @@ def test_every_litellm_call_holds_what_the_server_saw(litellm_lake) -> None:
 
 def test_litellm_rollouts(litellm_lake) -> None:
     data, _ = litellm_lake
-    con = connect(data)
-    from spanrl.transitions.rollouts import register_lake_views
-
-    register_lake_views(con, data)
+    con = stage2_connection(data)
     got = sorted((r["task_id"] if r["task_id"].startswith("add") else "msg", r["final_reward"], r["n_llm_calls"],
                   r["n_tool_calls"]) for r in rows_of(con, "SELECT * FROM rollouts"))
     assert got == [("add-0", 1.0, 2, 1), ("add-1", 0.0, 2, 1), ("msg", None, 1, 0)]

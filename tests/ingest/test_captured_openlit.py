@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from spanrl.ingest.views import connect
-from tests.ingest.conftest import ingest_captured, rows_of
+from tests.ingest.conftest import ingest_captured, rows_of, stage2_connection
 from tests.ingest.test_real_instrumentation import norm_message
 
 CAPTURED = Path(__file__).resolve().parents[1] / "data" / "ingest" / "captured_openlit"
@@ -46,10 +46,7 @@ def test_every_openlit_call_holds_what_the_server_saw(openlit_lake) -> None:
 
 def test_openlit_rollouts_tasks_and_rewards(openlit_lake) -> None:
     data, _ = openlit_lake
-    con = connect(data)
-    from spanrl.transitions.rollouts import register_lake_views
-
-    register_lake_views(con, data)
+    con = stage2_connection(data)
     got = {(r["task_id"], tuple(r["agent_names"]), r["final_reward"], r["n_llm_calls"], r["n_tool_calls"])
            for r in rows_of(con, "SELECT * FROM rollouts")}
     assert got == {("add-0", ("calc",), 1.0, 2, 1), ("add-1", ("calc",), 0.0, 2, 1), ("add-2", ("calc",), 1.0, 2, 1),
