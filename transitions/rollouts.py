@@ -174,11 +174,6 @@ def _materialize_stage1(con: duckdb.DuckDBPyConnection) -> None:
             _create(con, name, "TABLE", f"SELECT * FROM main.{name}")
         elif "spans" in have:
             _create(con, name, "TABLE", read_lake_sql(name))
-    # rows made before llm_calls had restored_messages (a hand-built relation): nothing was restored
-    cols = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = "
-                                      "'llm_calls' AND table_schema = 'main' AND table_catalog = 'temp'").fetchall()}
-    if cols and "restored_messages" not in cols:
-        con.execute("ALTER TABLE temp.main.llm_calls ADD COLUMN restored_messages INTEGER DEFAULT 0")
 
 
 def _missing_stage1(con: duckdb.DuckDBPyConnection) -> list[str]:
