@@ -269,11 +269,7 @@ def register_snapshot(con: duckdb.DuckDBPyConnection, data: Path | str, ref: str
     folder = resolve_snapshot(data, ref)
     manifest = read_manifest(folder)
     con.register(f"{name}_rows", snapshot_dataset(data, ref))
-    if manifest.get("digests") and (folder / manifest["digests"]).is_file():
-        con.register(f"{name}_digests", ds.dataset(str(folder / manifest["digests"]), format="parquet"))
-    else:  # a snapshot without the index (none is written so; kept for hand-made folders)
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {name}_digests AS SELECT rollout_id, any_value(task_id) AS task_id, "
-                    f"any_value(final_reward) AS r, count(*) AS n_rows FROM {name}_rows GROUP BY rollout_id")
+    con.register(f"{name}_digests", ds.dataset(str(folder / manifest["digests"]), format="parquet"))
     body = f"SELECT * FROM {name}_rows"
     if manifest.get("advantages"):
         config = manifest.get("config") or {}

@@ -212,8 +212,7 @@ def snapshot_view(lake: Lake, snapshot_id: str, page: int) -> dict[str, Any]:
         stats = {r["rollout_id"]: r for r in lake.rows("snapshot_rollout_stats", {
             "lo": rows[0]["rollout_id"], "hi": rows[-1]["rollout_id"]}, snapshot=snapshot_id)}
         empty = dict.fromkeys(("air_steps", "step_reward_sum", "adv_min", "adv_max", "engine_calls"))
-        rows = [{**row, **{k: v for k, v in stats.get(row["rollout_id"], empty).items() if k != "rollout_id"}}
-                for row in rows]
+        rows = [{**empty, **row, **stats.get(row["rollout_id"], {})} for row in rows]
     config = manifest.get("config", {})
     return {"m": manifest, "previous": previous, "diff": diff, "rows": rows, "page": page,
             "pages": max(1, -(-total // PER_PAGE)), "total": total,
