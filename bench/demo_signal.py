@@ -8,22 +8,24 @@ and cycles: rollouts, task groups, groups whose rewards differ (the only ones a 
 learn from), transition rows, rows with a non-zero advantage, and rows whose non-zero advantage
 comes from AIR alone (a group with equal rewards, where ``air`` credit still pushes down the calls
 that broke a tool). Also the positive and negative advantage mass. Writes ``ROOT/signal.md``.
-Reads snapshot files only (any schema version: a row without an advantage takes its rollout's from
-the snapshot's advantages table), so it can run beside a demo. Not collected by pytest.
+Reads snapshot files only (schema 1 parts directly; newer snapshots through
+``spanrl.transitions.snapshot.register_snapshot``), so it can run beside a demo. Not collected by pytest.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import duckdb
 
-PER_ROW = """
-SELECT rollout_id, task_id, step, coalesce(final_reward, 0.0) AS r, coalesce(step_reward, 0.0) AS air, advantage
-FROM read_parquet($parts)
-"""
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from spanrl.transitions.snapshot import register_snapshot  # noqa: E402
+
+ROW_COLUMNS = ("rollout_id, task_id, step, coalesce(final_reward, 0.0) AS r, coalesce(step_reward, 0.0) AS air, "
+               "advantage")
 
 STATS = """
 WITH g AS (SELECT task_id, count(DISTINCT rollout_id) AS n, max(r) - min(r) AS spread FROM x GROUP BY task_id)
@@ -43,18 +45,18 @@ FROM x
 """
 
 
-def cycle_rows(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
-    """Temp table x of one snapshot's rows, with the advantage filled for a v2 snapshot."""
+def cycle_rows(con: duckdb.DuckDBPyConnection, run: Path, snapshot_id: str) -> None:
+    """Temp table x of one snapshot's rows with their advantages. A schema-1 snapshot (the frozen
+    runner's) holds them in its parts; a newer one is read through the project's own reader, which
+    applies the snapshot's credit to its advantages table."""
+    folder = run / "transitions" / snapshot_id
     manifest = json.loads((folder / "manifest.json").read_text())
-    parts = [str(folder / p) for p in manifest["parts"]]
-    con.execute("CREATE OR REPLACE TEMP TABLE x AS " + PER_ROW, {"parts": parts})
-    if manifest.get("advantages"):  # snapshot v2: advantage per rollout, credit applied by the reader
-        cfg = manifest.get("config") or {}
-        con.execute("CREATE OR REPLACE TEMP TABLE a AS SELECT rollout_id, a_r FROM read_parquet($p)",
-                    {"p": str(folder / manifest["advantages"])})
-        credit = cfg.get("credit", "air")
-        air_term = "x.air" if credit in ("air", "discounted") else "0.0"
-        con.execute(f"UPDATE x SET advantage = a.a_r + {air_term} FROM a WHERE a.rollout_id = x.rollout_id")
+    if manifest.get("schema_version", 1) == 1:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE x AS SELECT {ROW_COLUMNS} FROM read_parquet($parts)",
+                    {"parts": [str(folder / p) for p in manifest["parts"]]})
+    else:
+        register_snapshot(con, run, snapshot_id, "snap")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE x AS SELECT {ROW_COLUMNS} FROM snap")
 
 
 def run_stats(run: Path) -> list[dict]:
@@ -67,10 +69,9 @@ def run_stats(run: Path) -> list[dict]:
         if not line.strip():
             continue
         c = json.loads(line)
-        folder = run / "transitions" / c["snapshot_id"]
-        if not (folder / "manifest.json").exists():
+        if not (run / "transitions" / c["snapshot_id"] / "manifest.json").exists():
             continue
-        cycle_rows(con, folder)
+        cycle_rows(con, run, c["snapshot_id"])
         cur = con.execute(STATS)
         out.append({"cycle": c["cycle"], **dict(zip([d[0] for d in cur.description], cur.fetchone(), strict=True))})
     return out
