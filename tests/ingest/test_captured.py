@@ -3,14 +3,13 @@ llm_calls must hold exactly what the fake server saw, for every instrumentation.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from spanrl.ingest.views import connect
 from tests.ingest.conftest import ingest_captured, rows_of
-from tests.ingest.test_real_instrumentation import CONVENTION, norm_message
+from tests.ingest.test_real_instrumentation import CONVENTION, assert_holds_exchange
 
 CAPTURED = Path(__file__).resolve().parents[1] / "data" / "ingest" / "captured"
 
@@ -30,8 +29,5 @@ def test_every_captured_call_matches_the_server(captured) -> None:
     for req, resp in exchanges:
         row = rows[resp["id"]]
         assert row["convention"] == CONVENTION[row["service_name"]]
-        assert (row["model"], row["input_tokens"], row["output_tokens"]) == (
-            req["model"], resp["usage"]["prompt_tokens"], resp["usage"]["completion_tokens"])
-        assert [norm_message(m) for m in json.loads(row["input_messages"])] == [norm_message(m) for m in req["messages"]]
-        assert norm_message(json.loads(row["output_message"])) == norm_message(resp["choices"][0]["message"])
+        assert_holds_exchange(row, req, resp)
         assert row["agent_name"] == "weather-agent"

@@ -13,7 +13,7 @@ import pytest
 
 from spanrl.ingest.views import connect
 from tests.ingest.conftest import ingest_captured, rows_of, stage2_connection
-from tests.ingest.test_real_instrumentation import norm_message
+from tests.ingest.test_real_instrumentation import assert_holds_exchange
 
 CAPTURED = Path(__file__).resolve().parents[1] / "data" / "ingest" / "captured_openlit"
 
@@ -34,10 +34,7 @@ def test_every_openlit_call_holds_what_the_server_saw(openlit_lake) -> None:
     for req, resp in exchanges:
         row = rows[resp["id"]]
         assert row["convention"] == "genai_semconv_latest"
-        assert (row["model"], row["input_tokens"], row["output_tokens"]) == (
-            req["model"], resp["usage"]["prompt_tokens"], resp["usage"]["completion_tokens"])
-        assert [norm_message(m) for m in json.loads(row["input_messages"])] == [norm_message(m) for m in req["messages"]]
-        assert norm_message(json.loads(row["output_message"])) == norm_message(resp["choices"][0]["message"])
+        assert_holds_exchange(row, req, resp)
         assert json.loads(row["tools"] or "null") == req.get("tools")
         # OpenLIT left the assistant's tool call out of every prompt that answers one: restored, and counted
         answers = sum(m["role"] == "tool" for m in req["messages"])

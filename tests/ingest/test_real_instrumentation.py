@@ -25,6 +25,15 @@ def norm_message(m: dict) -> dict:
             "tool_call_id": m.get("tool_call_id")}
 
 
+def assert_holds_exchange(row: dict, req: dict, resp: dict) -> None:
+    """An llm_calls row holds one call as the fake server saw it: model, token counts, the prompt's
+    messages and the response message."""
+    assert (row["model"], row["input_tokens"], row["output_tokens"]) == (
+        req["model"], resp["usage"]["prompt_tokens"], resp["usage"]["completion_tokens"])
+    assert [norm_message(m) for m in json.loads(row["input_messages"])] == [norm_message(m) for m in req["messages"]]
+    assert norm_message(json.loads(row["output_message"])) == norm_message(resp["choices"][0]["message"])
+
+
 @pytest.fixture(scope="module")
 def calls(real_lake):
     data, exchanges, runs = real_lake
@@ -50,16 +59,11 @@ def test_llm_calls_hold_exactly_what_the_server_saw(calls, inst: str) -> None:
     for req, resp in mine:
         row = by_id[resp["id"]]
         assert row["convention"] == CONVENTION[inst]
-        assert row["model"] == req["model"]
-        assert row["input_tokens"] == resp["usage"]["prompt_tokens"]
-        assert row["output_tokens"] == resp["usage"]["completion_tokens"]
+        assert_holds_exchange(row, req, resp)
         assert row["temperature"] == pytest.approx(req["temperature"])
         assert row["finish_reason"].startswith(resp["choices"][0]["finish_reason"].rstrip("s"))
         assert row["agent_name"] == f"agent-{inst}"
         assert row["status_code"] in ("UNSET", "OK")
-        assert [norm_message(m) for m in json.loads(row["input_messages"])] == \
-            [norm_message(m) for m in req["messages"]]
-        assert norm_message(json.loads(row["output_message"])) == norm_message(resp["choices"][0]["message"])
         if inst in ("openinference", "traceloop") and req.get("tools"):
             assert json.loads(row["tools"]) == req["tools"]
 
