@@ -22,8 +22,6 @@ from spanrl.sqlfiles import SqlFiles, sql_literal
 
 # Registration order matters: later views read earlier ones.
 VIEW_ORDER = ["spans", "logs", "llm_calls", "tool_calls", "coverage"]
-# the views over LLM calls, which the snapshot builder creates itself (llm_calls/tool_calls as tables)
-CALL_VIEWS = ("llm_calls", "tool_calls", "coverage")
 
 # The conventions registry: one file ingest/sql/llm_calls/<name>.sql per entry, each registered as
 # view llm_calls_<name> and stacked (UNION ALL BY NAME) into _llm_call_conventions, which
@@ -41,6 +39,34 @@ LLM_CONVENTIONS = [
     "payload",           # whole request/response bodies (Langfuse, MLflow, ADK, OpenInference bodies)
     "litellm",           # LiteLLM's OTel logger: the raw provider request/response (raw_gen_ai_request)
 ]
+
+# Per registered convention, a cheap test that every span it turns into a row passes (a conjunct of
+# its own WHERE, over `spans` columns) and, for one that also makes rows from log records alone, the
+# same over `logs`. The snapshot builder runs them all in one scan over the spans it reads and stacks
+# only the conventions some span (log record) passes (``present_conventions``): a convention the
+# night's telemetry never uses costs no scan and no binding. A probe that is NOT implied by its
+# convention's WHERE would drop rows without a word, so tests/ingest/test_registry.py builds
+# llm_calls with and without the probes on every fixture and recording. `a` is the attributes text.
+CONVENTION_PROBES: dict[str, tuple[str, str | None]] = {
+    "genai_events": ("""CASE WHEN contains(a, '"gen_ai.input.messages":') THEN false
+                             WHEN contains(a, 'gen_ai.operation.name') OR contains(a, 'llm.request.type')
+                             THEN coalesce(attributes->>'gen_ai.operation.name' IN ('chat', 'text_completion', 'generate_content')
+                                           OR attributes->>'llm.request.type' IN ('chat', 'completion'), false)
+                             ELSE false END""", None),
+    "genai_latest": ("""contains(a, '"gen_ai.input.messages":') OR contains(a, '"gen_ai.output.messages":')
+                        OR contains(events, 'gen_ai.client.inference.operation.details')""",
+                     "event_name = 'gen_ai.client.inference.operation.details' AND span_id IS NOT NULL"),
+    "openinference": ("contains(a, 'openinference.span.kind')", None),
+    "openllmetry": ("contains(a, 'gen_ai.prompt.0.') OR contains(a, 'gen_ai.completion.0.')", None),
+    "langsmith": ("""contains(a, '"gen_ai.prompt"')""", None),
+    "vercel_ai": ("contains(a, 'ai.prompt.messages')", None),
+    "logfire": ("contains(a, 'request_data')", None),
+    "agent_lightning": ("contains(a, 'token_ids')", None),
+    "payload": ("""(contains(a, '"input.value"') AND contains(a, '"LLM"')) OR contains(a, '"langfuse.observation.type"')
+                   OR contains(a, '"mlflow.spanInputs"') OR contains(a, '"gcp.vertex.agent.llm_request"')
+                   OR contains(a, '"events"')""", None),
+    "litellm": ("\"name\" = 'raw_gen_ai_request'", None),
+}
 
 
 _SQL = SqlFiles("spanrl.ingest")
@@ -67,9 +93,10 @@ def connect(data: Path, read_only: bool = True, call_views: bool = True,
     are read) the tables are ``read_parquet`` views. Stage 2's views (rewards, rollouts) are added
     by ``spanrl.transitions``; ``spanrl.query.connect`` is the guarded connection with both.
 
-    ``call_views=False`` registers the convention views but not ``llm_calls``/``tool_calls``
-    themselves: the snapshot builder creates those once, as temp tables, from the same SQL files
-    (creating a view binds its whole SQL, and binding ``llm_calls`` is a fixed ~0.2 s cost).
+    ``call_views=False`` registers only the macros, not the conventions nor ``llm_calls``/``tool_calls``:
+    the snapshot builder creates those once, as temp tables, from the same SQL files, stacking only
+    the conventions the spans it reads use (creating a view binds its whole SQL, and binding
+    ``llm_calls`` is a fixed ~0.2 s cost).
 
     ``config_file`` (default: ``DATA/spanrl.toml`` or ``./spanrl.toml``) may add ``[[conventions]]``
     mappings to the registry.
@@ -165,14 +192,21 @@ def register_dataset(con: duckdb.DuckDBPyConnection, name: str, make: Callable[[
 
 def register_call_views(con: duckdb.DuckDBPyConnection, data: Path, call_views: bool = True,
                         config_file: Path | None = None) -> None:
-    """The LLM macros, the conventions (with ``[[conventions]]`` mappings of the config file) and,
-    with ``call_views``, ``llm_calls``/``tool_calls``/``coverage`` on ``con``."""
+    """The LLM macros and, with ``call_views``, the conventions (with the ``[[conventions]]``
+    mappings of the config file) and ``llm_calls``/``tool_calls``/``coverage`` on ``con``. Without
+    (the snapshot builder) the conventions are stacked later, over the spans the build reads
+    (``register_conventions(..., probe=True)``)."""
     con.execute(read_sql("llm_macros"))
-    mapped = load_mapped_conventions(find_config_file(Path(data), config_file), LLM_CONVENTIONS)
-    register_conventions(con, mapped)
+    if not call_views:
+        return
+    register_conventions(con, mapped_conventions(data, config_file))
     for name in VIEW_ORDER[2:]:
-        if call_views or name not in CALL_VIEWS:
-            register_view(con, name)
+        register_view(con, name)
+
+
+def mapped_conventions(data: Path, config_file: Path | None = None) -> list[dict]:
+    """The ``[[conventions]]`` mappings of the config file (``DATA/spanrl.toml`` by default), checked."""
+    return load_mapped_conventions(find_config_file(Path(data), config_file), LLM_CONVENTIONS)
 
 
 def lock_down(con: duckdb.DuckDBPyConnection, readable: list[Path] | tuple[Path, ...] = ()) -> None:
@@ -193,24 +227,45 @@ def lock_down(con: duckdb.DuckDBPyConnection, readable: list[Path] | tuple[Path,
     con.execute("SET lock_configuration = true")
 
 
-def register_conventions(con: duckdb.DuckDBPyConnection, mapped: list[dict] | None = None) -> None:
+def register_conventions(con: duckdb.DuckDBPyConnection, mapped: list[dict] | None = None,
+                         probe: bool = False) -> list[str]:
     """``_llm_spans`` (the cheap pre-filter every convention reads), one view ``llm_calls_<name>``
     per registered convention and per ``[[conventions]]`` mapping (``mapped``, ingest/mapped.py),
-    and ``_llm_call_conventions``, their stack, which ``llm_calls.sql`` reads. The stack is built
-    from the registry, so a registered convention is never left out."""
+    and ``_llm_call_conventions``, their stack on the typed empty ``_llm_call_columns``, which
+    ``llm_calls.sql`` reads. The stack is built from the registry, so a registered convention is
+    never left out; with ``probe`` (the snapshot builder, over the spans it is about to read) a
+    built-in convention whose ``CONVENTION_PROBES`` test no span passes is left out, since it would
+    give no row. Returns the stacked views."""
     register_py_literal_json(con)  # litellm.sql reads Python-literal attribute values
     con.execute(f"CREATE OR REPLACE VIEW _llm_spans AS {read_sql('llm_spans')}")
-    views = []
     for conv in LLM_CONVENTIONS:
         if not sql_exists(f"llm_calls/{conv}"):
             raise RuntimeError(f"convention {conv!r} is registered in LLM_CONVENTIONS (ingest/views.py) but "
                                f"ingest/sql/llm_calls/{conv}.sql does not exist")
+    views = []
+    for conv in present_conventions(con) if probe else LLM_CONVENTIONS:
         con.execute(f"CREATE OR REPLACE VIEW llm_calls_{conv} AS {read_sql(f'llm_calls/{conv}')}")
         views.append(f"llm_calls_{conv}")
     views += register_mapped(con, mapped or [], read_sql)
     # internal identifiers only (registry names, checked by tests/ingest/test_registry.py)
-    stack = " UNION ALL BY NAME ".join(f"SELECT * FROM {v}" for v in views)
+    stack = " UNION ALL BY NAME ".join([read_sql("llm_call_columns"), *(f"SELECT * FROM {v}" for v in views)])
     con.execute(f"CREATE OR REPLACE VIEW _llm_call_conventions AS {stack}")
+    return views
+
+
+def present_conventions(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The registered conventions whose probe (``CONVENTION_PROBES``) some span or log record on
+    ``con`` passes, in registry order: one scan over ``spans`` (and one over ``logs``)."""
+    def select(table: str, which: int, text: str) -> list[str]:
+        tests = {c: p[which] for c, p in CONVENTION_PROBES.items() if c in LLM_CONVENTIONS and p[which]}
+        if not tests:
+            return []
+        cols = ", ".join(f"coalesce(bool_or({expr}), false) AS {c}" for c, expr in tests.items())
+        row = con.execute(f"SELECT {cols} FROM (SELECT *, {text} AS a FROM {table})").fetchone()
+        return [c for c, hit in zip(tests, row, strict=True) if hit]
+
+    hits = set(select("spans", 0, "CAST(attributes AS VARCHAR)")) | set(select("logs", 1, "NULL"))
+    return [c for c in LLM_CONVENTIONS if c in hits]
 
 
 def register_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:

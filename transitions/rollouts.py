@@ -18,7 +18,7 @@ import duckdb
 
 from spanrl.errors import InputError
 from spanrl.ingest.config import IngestConfig
-from spanrl.ingest.views import lock_down
+from spanrl.ingest.views import lock_down, mapped_conventions, register_conventions
 from spanrl.ingest.views import read_sql as read_lake_sql
 from spanrl.transitions.air import AirRule, air_rule_hits_sql, bad_rule_error, load_air_rules
 from spanrl.transitions.feedback import load_feedback
@@ -93,7 +93,7 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materiali
     if readable is None:
         readable = (Path(cfg.data) / "lake", Path(cfg.data) / "feedback")
     if materialize:
-        _materialize_stage1(con)
+        _materialize_stage1(con, cfg)
     _check_stage1(con)
     con.execute(read_lake_sql("llm_macros"))  # spanrl_span_agent (hierarchy repair), on any connection
     con.execute(read_sql("rollouts/macros"))
@@ -157,22 +157,25 @@ def _create(con: duckdb.DuckDBPyConnection, name: str, kind: str, body: str) -> 
     con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {body}")
 
 
-def _materialize_stage1(con: duckdb.DuckDBPyConnection) -> None:
+def _materialize_stage1(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> None:
     """Evaluate stage 1's LLM-call and tool-call relations once, as temp tables of the same names.
 
     Temp objects shadow main ones, also inside other views, so tool_calls (which reads llm_calls)
     and every stage-2 object reuse these rows instead of re-running the convention SQL each time.
     A relation already on the connection (a view of ``views.connect``, or rows of a hand-built test
     lake) is copied; one that is not (the builder's ``connect(call_views=False)``) is created
-    straight from its SQL file, binding that SQL once. ``_llm_spans`` (the candidate spans) stays a
-    view: materialising it held every candidate's attributes in memory (+0.2 GB peak RSS at 200k
-    spans) and saved no CPU time.
+    straight from its SQL file, binding that SQL once, over the conventions some span of ``spans``
+    uses (``register_conventions(probe=True)``: on GenAI-only traffic the other nine cost nothing).
+    ``_llm_spans`` (the candidate spans) stays a view: materialising it held every candidate's
+    attributes in memory (+0.2 GB peak RSS at 200k spans) and saved no CPU time.
     """
     have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     for name in ("llm_calls", "tool_calls"):
         if name in have:
             _create(con, name, "TABLE", f"SELECT * FROM main.{name}")
         elif "spans" in have:
+            if name == "llm_calls":
+                register_conventions(con, mapped_conventions(cfg.data, cfg.config_file), probe=True)
             _create(con, name, "TABLE", read_lake_sql(name))
 
 

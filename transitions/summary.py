@@ -109,45 +109,50 @@ def print_summary(result: BuildResult) -> None:
     """The stage-2 summary table (rich): rollouts, calls, rewards, AIR, task means, snapshot."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     s = result.stats
     table = Table(title="transitions", show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
+
+    def row(what: str, value: str) -> None:  # plain Text: task ids, scope names, "[[conventions]]" are not markup
+        table.add_row(Text(what), Text(value))
+
     if s.get("stage2"):
-        table.add_row("stage 2", _stage2_line(s))
-    table.add_row("rollouts complete / waiting", f"{s.get('rollouts_complete', 0)} / {s.get('rollouts_waiting', 0)}")
-    table.add_row("rollouts in snapshot", f"{s.get('rollouts', 0)} ({s.get('tasks', 0)} tasks; "
+        row("stage 2", _stage2_line(s))
+    row("rollouts complete / waiting", f"{s.get('rollouts_complete', 0)} / {s.get('rollouts_waiting', 0)}")
+    row("rollouts in snapshot", f"{s.get('rollouts', 0)} ({s.get('tasks', 0)} tasks; "
                   f"{s.get('rollouts_without_reward', 0)} without reward)")
-    table.add_row("LLM calls -> transitions", f"{s.get('llm_calls_complete', 0)} -> {result.rows}")
-    table.add_row("LLM calls in the lake", str(s.get("llm_calls", 0)))
-    table.add_row("rewards by source", _pairs(s.get("rewards_by_source", {})))
-    table.add_row("AIR hits by rule", _pairs(s.get("air_hits_by_rule", {})))
+    row("LLM calls -> transitions", f"{s.get('llm_calls_complete', 0)} -> {result.rows}")
+    row("LLM calls in the lake", str(s.get("llm_calls", 0)))
+    row("rewards by source", _pairs(s.get("rewards_by_source", {})))
+    row("AIR hits by rule", _pairs(s.get("air_hits_by_rule", {})))
     reward = s.get("reward", {})
     if reward.get("mean") is not None:
-        table.add_row("final reward", f"mean {reward['mean']:.3f}, min {reward['min']:.3f}, max {reward['max']:.3f}")
+        row("final reward", f"mean {reward['mean']:.3f}, min {reward['min']:.3f}, max {reward['max']:.3f}")
     for task in s.get("reward_mean_by_task", []):
         mean = "n/a" if task["mean"] is None else f"{task['mean']:.3f}"
-        table.add_row(f"  task {task['task_id']}", f"mean {mean} over {task['rollouts']} rollouts")
+        row(f"  task {task['task_id']}", f"mean {mean} over {task['rollouts']} rollouts")
     adv = s.get("advantage", {})
     if adv:
-        table.add_row("advantage groups", f"{adv['groups']} ({adv['zero_variance_groups']} zero-variance); "
+        row("advantage groups", f"{adv['groups']} ({adv['zero_variance_groups']} zero-variance); "
                       f"{adv['batch_fallback_rollouts']} rollouts on the batch baseline")
     if s.get("orphan_spans"):
-        table.add_row("orphan spans re-attached", f"{s['orphans_reattached']} of {s['orphan_spans']}")
+        row("orphan spans re-attached", f"{s['orphans_reattached']} of {s['orphan_spans']}")
     if s.get("agent_calls_repaired") or s.get("agent_repairs_ambiguous"):
-        table.add_row("agents by hierarchy repair",
+        row("agents by hierarchy repair",
                       f"{s['agent_calls_repaired']} calls ({s['agent_repairs_ambiguous']} ambiguous, left without)")
     if s.get("prompt_messages_restored"):
-        table.add_row("prompt messages restored", f"{s['prompt_messages_restored']} (tool calls the instrumentation "
+        row("prompt messages restored", f"{s['prompt_messages_restored']} (tool calls the instrumentation "
                       "left out of a later prompt, taken from the response that made them; llm_calls.restored_messages)")
     if s.get("config_changed"):
-        table.add_row("stage-2 config changed", ", ".join(s["config_changed"])
+        row("stage-2 config changed", ", ".join(s["config_changed"])
                       + ": every rollout was rebuilt with the new config (LATEST's config differs)")
     if s.get("feedback_unknown_keys"):
-        table.add_row("feedback with unknown key", f"{s['feedback_unknown_keys']}: " + ", ".join(s["feedback_unknown"]))
+        row("feedback with unknown key", f"{s['feedback_unknown_keys']}: " + ", ".join(s["feedback_unknown"]))
     for g in s.get("content_coverage", []):
-        table.add_row(f"  without content: {g['scope_name'] or '?'} {g['scope_version'] or ''}".rstrip(),
+        row(f"  without content: {g['scope_name'] or '?'} {g['scope_version'] or ''}".rstrip(),
                       f"{g['without_input']} without input, {g['without_output']} without output")
     console = Console()
     console.print(table)

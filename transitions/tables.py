@@ -56,9 +56,13 @@ def tables_dir(data: Path | str) -> Path:
 def reuse_key(row_config: dict[str, Any], conventions: Any = None) -> str:
     """What makes stored rows reusable: the row-shaping config, the ``[[conventions]]`` mappings and
     the code that computes rows (this release and the text of every stage-1 call and stage-2 SQL
-    file). Any change means a full rebuild, announced; never a mix of old and new rows."""
-    h = hashlib.sha256(json.dumps({"config": canonical(row_config), "conventions": conventions, "spanrl": __version__},
-                                  sort_keys=True, default=str).encode())
+    file, and the conventions registry with its probes). Any change means a full rebuild, announced;
+    never a mix of old and new rows."""
+    from spanrl.ingest.views import CONVENTION_PROBES, LLM_CONVENTIONS
+
+    code = {"registry": LLM_CONVENTIONS, "probes": CONVENTION_PROBES}
+    h = hashlib.sha256(json.dumps({"config": canonical(row_config), "conventions": conventions, "spanrl": __version__,
+                                   "code": code}, sort_keys=True, default=str).encode())
     for package in ("spanrl.transitions", "spanrl.ingest"):
         root = resources.files(package) / "sql"
         for path in sorted(_sql_files(root), key=str):

@@ -247,3 +247,23 @@ def test_kill_9_in_an_incremental_build_then_rerun_equals_from_scratch(tmp_path:
     st = _same(inc, full)
     assert st["mode"] == "incremental" and st["why"].get("new lake files") == (2 if point == "part" else None)
     assert {r[0] for r in _table(inc, "rollouts", "rollout_id")} == {"a", "b", "c", "d"}
+
+
+def test_the_reuse_key_covers_the_conventions_registry_and_its_probes(monkeypatch) -> None:
+    import spanrl.ingest.views as views
+    from spanrl.transitions.tables import reuse_key
+
+    before = reuse_key({})
+    monkeypatch.setitem(views.CONVENTION_PROBES, "litellm", ("false", None))
+    assert reuse_key({}) != before
+
+
+def test_the_summary_prints_data_as_text_not_markup(capsys) -> None:
+    from spanrl.transitions.summary import BuildResult, print_summary
+
+    reason = "changed: the stage-2 code (spanrl release, SQL or [[conventions]])"
+    stats = {"stage2": {"mode": "full", "reason": reason, "traces_recomputed": 3},
+             "rewards_by_source": {"[bold]x[/bold]": 1}}
+    print_summary(BuildResult("empty", None, None, 0, stats))
+    out = " ".join(capsys.readouterr().out.split())
+    assert "[[conventions]]" in out and "[bold]x[/bold] 1" in out
