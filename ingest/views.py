@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
-import pyarrow.dataset as ds
 
 from spanrl.ingest.mapped import load_mapped_conventions, register_mapped
 from spanrl.ingest.pyliteral import register_py_literal_json
 from spanrl.ingest.scan import FILES_SCHEMA, REJECTS_SCHEMA
 from spanrl.options import find_config_file
 from spanrl.sqlfiles import SqlFiles, sql_literal
+
+if TYPE_CHECKING:  # pyarrow.dataset imports pandas (0.25 s): only the guarded connection needs it
+    import pyarrow.dataset as ds
 
 # Registration order matters: later views read earlier ones.
 VIEW_ORDER = ["spans", "logs", "llm_calls", "tool_calls", "coverage"]
@@ -149,6 +152,8 @@ def open_guarded(data: Path) -> duckdb.DuckDBPyConnection:
 def parquet_dataset(path: Path | list[Path], json_ext: bool = True) -> ds.Dataset:
     """One Parquet file, a folder of them, or a list of files (one table stored in several segments)
     as a lazy dataset a guarded connection can register; a list gets the union of its schemas."""
+    import pyarrow.dataset as ds
+
     if isinstance(path, list):
         files = [str(p) for p in path]
         parts = [ds.dataset(f, format=_parquet_format(json_ext)).schema for f in files]
@@ -158,6 +163,8 @@ def parquet_dataset(path: Path | list[Path], json_ext: bool = True) -> ds.Datase
 
 
 def _parquet_format(json_ext: bool) -> ds.ParquetFileFormat:
+    import pyarrow.dataset as ds
+
     return ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(
         arrow_extensions_enabled=json_ext))
 
@@ -165,6 +172,8 @@ def _parquet_format(json_ext: bool) -> ds.ParquetFileFormat:
 def _lake_dataset(path: Path, hive: bool, json_ext: bool = True) -> ds.Dataset:
     """A lazy pyarrow dataset over lake Parquet: with ``json_ext`` JSON columns carry Arrow's JSON
     extension type (``register_dataset`` uses it to find them); ``date=...`` folders become a DATE column."""
+    import pyarrow.dataset as ds
+
     fmt = _parquet_format(json_ext)
     partitioning = ds.partitioning(pa.schema([("date", pa.date32())]), flavor="hive") if hive else None
     files = sorted(str(p) for p in path.glob("*/*.parquet")) if hive else None
