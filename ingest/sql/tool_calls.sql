@@ -12,8 +12,10 @@ tool_spans AS (
     SELECT trace_id, span_id, start_ns, end_ns, status_code, status_message, events, a, "name"
     FROM (SELECT s.trace_id, s.span_id, s.start_ns, s.end_ns, s.status_code, s.status_message, s.events,
                  s.attributes AS a, s."name",
-                 -- one parse of the attributes, and only for spans whose text mentions a tool kind
-                 CASE WHEN contains(CAST(s.attributes AS VARCHAR), 'tool') OR contains(CAST(s.attributes AS VARCHAR), 'TOOL')
+                 -- one parse of the attributes, and only for spans whose text holds a tool kind's value
+                 -- (execute_tool, TOOL, "tool"): an LLM span's messages mention tools, not these
+                 CASE WHEN contains(CAST(s.attributes AS VARCHAR), 'execute_tool') OR contains(CAST(s.attributes AS VARCHAR), 'TOOL')
+                           OR contains(CAST(s.attributes AS VARCHAR), '"tool"')
                       THEN attr_values(s.attributes, tool_kind_keys()) END AS k
           FROM spans AS s)
     WHERE tool_kind(k, 'gen_ai.operation.name') = 'execute_tool' OR starts_with("name", 'execute_tool ')
@@ -36,13 +38,14 @@ from_spans AS (
                     CASE WHEN status_code = 'ERROR' THEN coalesce(status_message, 'error') END) AS error_type
     FROM tool_spans
 ),
-asked AS (  -- every tool call an LLM output asked for
-    SELECT c.trace_id, c.span_id AS llm_span_id, c.end_ns AS llm_end_ns,
+asked AS (  -- every tool call an LLM output asked for (unnest in the select list: no join on the message)
+    SELECT trace_id, llm_span_id, llm_end_ns,
            json_extract_string(t, '$.id') AS tool_call_id,
            json_extract_string(t, '$.function.name') AS tool_name,
            json_extract_string(t, '$.function.arguments') AS arguments
-    FROM calls AS c, unnest(json_extract(c.output_message, '$.tool_calls[*]')) AS u(t)
-    WHERE c.output_message IS NOT NULL
+    FROM (SELECT trace_id, span_id AS llm_span_id, end_ns AS llm_end_ns,
+                 unnest(json_extract(output_message, '$.tool_calls[*]')) AS t
+          FROM calls WHERE contains(CAST(output_message AS VARCHAR), '"tool_calls"'))
 ),
 span_rows AS (
     SELECT f.*,
@@ -52,9 +55,15 @@ span_rows AS (
                      WHERE c.trace_id = f.trace_id AND c.end_ns <= f.start_ns)) AS llm_span_id
     FROM from_spans AS f
 ),
-answers AS (  -- tool-role messages in later calls' inputs
-    SELECT c.trace_id, c.start_ns, json_extract_string(m, '$.tool_call_id') AS tool_call_id, json_extract_string(m, '$.content') AS result
-    FROM calls AS c, unnest(json_extract(c.input_messages, '$[*]')) AS u(m)
+pending AS (  -- asked for, and no tool span ran it
+    SELECT * FROM asked AS q
+    WHERE NOT EXISTS (SELECT 1 FROM span_rows AS r WHERE r.trace_id = q.trace_id
+                      AND (r.tool_call_id = q.tool_call_id OR (r.tool_call_id IS NULL AND r.llm_span_id = q.llm_span_id)))
+),
+answers AS (  -- tool-role messages in later calls' inputs, in the traces of pending calls only
+    SELECT trace_id, start_ns, json_extract_string(m, '$.tool_call_id') AS tool_call_id, json_extract_string(m, '$.content') AS result
+    FROM (SELECT trace_id, start_ns, unnest(json_extract(input_messages, '$[*]')) AS m
+          FROM calls WHERE trace_id IN (SELECT trace_id FROM pending) AND contains(CAST(input_messages AS VARCHAR), '"tool"'))
     WHERE json_extract_string(m, '$.role') = 'tool'
 ),
 output_rows AS (
@@ -66,9 +75,7 @@ output_rows AS (
            (SELECT min(a.start_ns) FROM answers AS a
             WHERE a.trace_id = q.trace_id AND a.tool_call_id = q.tool_call_id AND a.start_ns >= q.llm_end_ns) AS end_ns,
            q.tool_call_id
-    FROM asked AS q
-    WHERE NOT EXISTS (SELECT 1 FROM span_rows AS r WHERE r.trace_id = q.trace_id
-                      AND (r.tool_call_id = q.tool_call_id OR (r.tool_call_id IS NULL AND r.llm_span_id = q.llm_span_id)))
+    FROM pending AS q
 )
 SELECT trace_id, span_id, llm_span_id, tool_name,
        -- the arguments the model wrote (its tool call, by id, else the one call of that name it made)
