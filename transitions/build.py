@@ -109,10 +109,12 @@ def _build(cfg: IngestConfig, given: duckdb.DuckDBPyConnection | None) -> BuildR
                      "lake": {f: [*v[:2], clocks.get(f)] for f, v in inv["lake"].items()},
                      "feedback": inv["feedback"]}
         if plan.full or plan.traces or _files_moved(state, inv):
+            t0 = time.perf_counter()
             _compute(con, cfg, rules, plan, set(inv["lake"]))
             _crash_point("rows")
             publish_build(build_id, data, lambda tmp: _write_segments(con, data, tmp, build_id, plan, new_state),
                           new_state)
+            plan.seconds["rows"] = round(time.perf_counter() - t0, 3)
         else:
             new_state = state or new_state
             plan.segments = {"written": 0, "rewritten": 0, "reused": len(new_state.get("segments", {}))}
@@ -183,7 +185,8 @@ def _compute(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, rules: list, pla
             restrict_lake(con, data, plan.read_files)
             for name in ("llm_calls", "tool_calls"):  # made again from the restricted spans
                 con.execute(f"DROP TABLE IF EXISTS temp.{name}")
-        register_stage2(con, cfg, materialize=True, rules=rules, readable=builder_readable(data))
+        plan.conventions = register_stage2(con, cfg, materialize=True, rules=rules,
+                                           readable=builder_readable(data)).conventions
         _crash_point("registered")
         plan.rounds = round_
         if plan.full or joined_older(con) == 0:

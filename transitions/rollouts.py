@@ -60,6 +60,7 @@ class Stage2Setup:
 
     air_rules: list[AirRule]
     feedback_files: list[Path]
+    conventions: list[str] | None = None  # the convention views llm_calls was made from (None: given rows)
 
 
 def set_variables(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> None:
@@ -92,8 +93,7 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materiali
     """
     if readable is None:
         readable = (Path(cfg.data) / "lake", Path(cfg.data) / "feedback")
-    if materialize:
-        _materialize_stage1(con, cfg)
+    conventions = _materialize_stage1(con, cfg) if materialize else None
     _check_stage1(con)
     con.execute(read_lake_sql("llm_macros"))  # spanrl_span_agent (hierarchy repair), on any connection
     con.execute(read_sql("rollouts/macros"))
@@ -112,7 +112,7 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materiali
                 _create(con, "_air_rule_hits", "TABLE" if materialize else "VIEW", air_rule_hits_sql(con, rules))
             except duckdb.Error as exc:
                 raise bad_rule_error(con, rules, exc) from None
-    return Stage2Setup(air_rules=rules, feedback_files=files)
+    return Stage2Setup(air_rules=rules, feedback_files=files, conventions=conventions)
 
 
 def register_lake_views(con: duckdb.DuckDBPyConnection, data: Path, readable: tuple[Path, ...] | None = None) -> bool:
@@ -157,7 +157,7 @@ def _create(con: duckdb.DuckDBPyConnection, name: str, kind: str, body: str) -> 
     con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {body}")
 
 
-def _materialize_stage1(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> None:
+def _materialize_stage1(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> list[str] | None:
     """Evaluate stage 1's LLM-call and tool-call relations once, as temp tables of the same names.
 
     Temp objects shadow main ones, also inside other views, so tool_calls (which reads llm_calls)
@@ -170,13 +170,16 @@ def _materialize_stage1(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> No
     attributes in memory (+0.2 GB peak RSS at 200k spans) and saved no CPU time.
     """
     have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    stacked = None
     for name in ("llm_calls", "tool_calls"):
         if name in have:
             _create(con, name, "TABLE", f"SELECT * FROM main.{name}")
         elif "spans" in have:
             if name == "llm_calls":
-                register_conventions(con, mapped_conventions(cfg.data, cfg.config_file), probe=True)
+                views = register_conventions(con, mapped_conventions(cfg.data, cfg.config_file), probe=True)
+                stacked = [v.removeprefix("llm_calls_") for v in views]
             _create(con, name, "TABLE", read_lake_sql(name))
+    return stacked
 
 
 def _missing_stage1(con: duckdb.DuckDBPyConnection) -> list[str]:

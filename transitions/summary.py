@@ -73,7 +73,8 @@ def collect_stats(con: duckdb.DuckDBPyConnection, plan: Plan) -> dict[str, Any]:
 def plan_stats(plan: Plan) -> dict[str, Any]:
     return {"mode": "full" if plan.full else "incremental", "reason": plan.reason, "traces_recomputed": plan.traces,
             "why": plan.why, "new_lake_files": len(plan.new_files), "lake_files_gone": len(plan.gone_files),
-            "closure_rounds": plan.rounds, "segments": plan.segments}
+            "closure_rounds": plan.rounds, "segments": plan.segments, "conventions": plan.conventions,
+            "seconds": plan.seconds}
 
 
 MAX_KEYS = 40  # attribute keys listed per scope in the manifest (flattened messages can be hundreds)
@@ -99,10 +100,11 @@ def _stage2_line(s: dict[str, Any]) -> str:
     kept = f"{segs.get('written', 0)} segment(s) written, {segs.get('rewritten', 0)} rewritten, {segs.get('reused', 0)} reused"
     if segs.get("merged"):
         kept += f", {segs['merged']} merged into one"
+    took = f" in {st['seconds']['rows']:.1f} s" if (st.get("seconds") or {}).get("rows") is not None else ""
     if st.get("mode") == "full":
-        return f"full rebuild ({st.get('reason')}): {st.get('traces_recomputed', 0)} traces; {kept}"
+        return f"full rebuild ({st.get('reason')}): {st.get('traces_recomputed', 0)} traces{took}; {kept}"
     why = ", ".join(f"{k} {v}" for k, v in (st.get("why") or {}).items()) or "nothing new"
-    return f"incremental: {st.get('traces_recomputed', 0)} traces recomputed ({why}); {kept}"
+    return f"incremental: {st.get('traces_recomputed', 0)} traces recomputed ({why}){took}; {kept}"
 
 
 def print_summary(result: BuildResult) -> None:
@@ -121,6 +123,8 @@ def print_summary(result: BuildResult) -> None:
 
     if s.get("stage2"):
         row("stage 2", _stage2_line(s))
+        if s["stage2"].get("conventions"):  # the conventions some span of the build used (views.CONVENTION_PROBES)
+            row("LLM-call conventions read", ", ".join(s["stage2"]["conventions"]))
     row("rollouts complete / waiting", f"{s.get('rollouts_complete', 0)} / {s.get('rollouts_waiting', 0)}")
     row("rollouts in snapshot", f"{s.get('rollouts', 0)} ({s.get('tasks', 0)} tasks; "
                   f"{s.get('rollouts_without_reward', 0)} without reward)")

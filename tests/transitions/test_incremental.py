@@ -178,6 +178,9 @@ def test_config_change_is_an_announced_full_rebuild(tmp_path: Path) -> None:
     st = latest_manifest(tmp_path)["stats"]["stage2"]
     assert st["mode"] == "full" and "credit" in st["reason"]
     assert "full rebuild" in result.output and "credit" in result.output
+    # the build says which conventions read its calls (only those some span used) and how long its rows took
+    assert st["conventions"] == ["genai_latest"] and st["seconds"]["rows"] > 0
+    assert "LLM-call conventions read" in result.output
     # tables stored by an older release (state without this format) are rebuilt, not continued
     import spanrl.transitions.tables as tables
 
