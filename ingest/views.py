@@ -265,16 +265,19 @@ def register_conventions(con: duckdb.DuckDBPyConnection, mapped: list[dict] | No
 def present_conventions(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The registered conventions whose probe (``CONVENTION_PROBES``) some span or log record on
     ``con`` passes, in registry order: one scan over ``spans`` (and one over ``logs``)."""
-    def select(table: str, which: int, text: str) -> list[str]:
-        tests = {c: p[which] for c, p in CONVENTION_PROBES.items() if c in LLM_CONVENTIONS and p[which]}
-        if not tests:
-            return []
-        cols = ", ".join(f"coalesce(bool_or({expr}), false) AS {c}" for c, expr in tests.items())
-        row = con.execute(f"SELECT {cols} FROM (SELECT *, {text} AS a FROM {table})").fetchone()
-        return [c for c, hit in zip(tests, row, strict=True) if hit]
-
-    hits = set(select("spans", 0, "CAST(attributes AS VARCHAR)")) | set(select("logs", 1, "NULL"))
+    on_spans = {c: p[0] for c, p in CONVENTION_PROBES.items()}
+    on_logs = {c: p[1] for c, p in CONVENTION_PROBES.items() if p[1]}
+    hits = _passing(con, "(SELECT *, CAST(attributes AS VARCHAR) AS a FROM spans)", on_spans) | _passing(con, "logs", on_logs)
     return [c for c in LLM_CONVENTIONS if c in hits]
+
+
+def _passing(con: duckdb.DuckDBPyConnection, source: str, tests: dict[str, str]) -> set[str]:
+    """The names in ``tests`` whose predicate some row of ``source`` passes (one scan for all)."""
+    if not tests:
+        return set()
+    cols = ", ".join(f"coalesce(bool_or({expr}), false) AS {c}" for c, expr in tests.items())
+    row = con.execute(f"SELECT {cols} FROM {source}").fetchone()
+    return {c for c, hit in zip(tests, row, strict=True) if hit}
 
 
 def register_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:

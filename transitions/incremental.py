@@ -54,7 +54,7 @@ class Plan:
     segments: dict[str, int] = field(default_factory=dict)  # written / rewritten / reused
     read_files: list[str] = field(default_factory=list)  # lake files an incremental run read
     conventions: list[str] | None = None  # the conventions stacked for llm_calls (None: rows were given)
-    seconds: dict[str, float] = field(default_factory=dict)  # rows (compute + segments), snapshot
+    seconds: dict[str, float] = field(default_factory=dict)  # rows: compute + segment write
 
 
 def lake_clocks(con: duckdb.DuckDBPyConnection, data: Path, span_files: list[str]) -> dict[str, int]:

@@ -127,7 +127,7 @@ def print_summary(result: BuildResult) -> None:
             row("LLM-call conventions read", ", ".join(s["stage2"]["conventions"]))
     row("rollouts complete / waiting", f"{s.get('rollouts_complete', 0)} / {s.get('rollouts_waiting', 0)}")
     row("rollouts in snapshot", f"{s.get('rollouts', 0)} ({s.get('tasks', 0)} tasks; "
-                  f"{s.get('rollouts_without_reward', 0)} without reward)")
+        f"{s.get('rollouts_without_reward', 0)} without reward)")
     row("LLM calls -> transitions", f"{s.get('llm_calls_complete', 0)} -> {result.rows}")
     row("LLM calls in the lake", str(s.get("llm_calls", 0)))
     row("rewards by source", _pairs(s.get("rewards_by_source", {})))
@@ -141,23 +141,23 @@ def print_summary(result: BuildResult) -> None:
     adv = s.get("advantage", {})
     if adv:
         row("advantage groups", f"{adv['groups']} ({adv['zero_variance_groups']} zero-variance); "
-                      f"{adv['batch_fallback_rollouts']} rollouts on the batch baseline")
+            f"{adv['batch_fallback_rollouts']} rollouts on the batch baseline")
     if s.get("orphan_spans"):
         row("orphan spans re-attached", f"{s['orphans_reattached']} of {s['orphan_spans']}")
     if s.get("agent_calls_repaired") or s.get("agent_repairs_ambiguous"):
         row("agents by hierarchy repair",
-                      f"{s['agent_calls_repaired']} calls ({s['agent_repairs_ambiguous']} ambiguous, left without)")
+            f"{s['agent_calls_repaired']} calls ({s['agent_repairs_ambiguous']} ambiguous, left without)")
     if s.get("prompt_messages_restored"):
         row("prompt messages restored", f"{s['prompt_messages_restored']} (tool calls the instrumentation "
-                      "left out of a later prompt, taken from the response that made them; llm_calls.restored_messages)")
+            "left out of a later prompt, taken from the response that made them; llm_calls.restored_messages)")
     if s.get("config_changed"):
         row("stage-2 config changed", ", ".join(s["config_changed"])
-                      + ": every rollout was rebuilt with the new config (LATEST's config differs)")
+            + ": every rollout was rebuilt with the new config (LATEST's config differs)")
     if s.get("feedback_unknown_keys"):
         row("feedback with unknown key", f"{s['feedback_unknown_keys']}: " + ", ".join(s["feedback_unknown"]))
     for g in s.get("content_coverage", []):
         row(f"  without content: {g['scope_name'] or '?'} {g['scope_version'] or ''}".rstrip(),
-                      f"{g['without_input']} without input, {g['without_output']} without output")
+            f"{g['without_input']} without input, {g['without_output']} without output")
     console = Console()
     console.print(table)
     from spanrl.transitions.coverage import coverage_hint
