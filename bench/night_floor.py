@@ -1,0 +1,195 @@
+"""How fast can a night's chain be at all? The full chain against a minimal one, in the same run.
+
+    .venv/bin/python bench/night_floor.py --rollouts 10000 --rounds 3   # the night of bench/nightly.py
+
+Issue 11 asks every night's full chain (lake + stage-2 tables + snapshot) to run at >= 0.5x DuckDB's
+bare ``read_ndjson -> parquet`` of that night's files. This measures where that target sits against
+the least work a chain must do, each in its own fresh process (imports included, as in
+bench/nightly.py), over one generated night:
+
+  * bare:   DuckDB's ``COPY (FROM read_ndjson(files)) TO x.parquet`` (bench/ingest.py's baseline)
+  * floor:  stage 1 exactly as ``spanrl ingest`` runs it (spanrl's OTLP loader SQL, attributes
+            converted, date-partitioned zstd Parquet), then llm_calls from the one convention the
+            night uses (the genai_latest SQL spanrl ships), transition rows (calls joined to their
+            root span's rollout id, numbered by start time) and a sha256 digest per rollout, each
+            written to Parquet. No dedupe of multi-convention calls, no agents, rollouts,
+            completeness, rewards, AIR, tool calls, coverage, segments, manifest or file state.
+  * bare-floor: as floor, but llm_calls only extracts the two message strings (no conversion)
+  * spanrl: ``spanrl ingest --settle 0s`` into a fresh data root (the whole chain)
+
+and prints the median seconds of each, its ratio bare/x, and the floor's per-step seconds. Results
+are appended to ``DIR/floor.jsonl`` as each round ends. Not collected by pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+# The floor chain: llm_calls rows -> transition rows -> one digest per rollout. Kept here, next to
+# the code that runs it, because it is a measuring stick and not part of spanrl.
+FLOOR_CALLS_CONVERTED = """
+CREATE TEMP TABLE llm_calls AS
+SELECT c.*, s.start_ns, s.parent_span_id
+FROM ({calls}) c JOIN spans s USING (trace_id, span_id)
+"""
+FLOOR_CALLS_EXTRACTED = """
+CREATE TEMP TABLE llm_calls AS
+SELECT trace_id, span_id, start_ns, parent_span_id, m[1]::JSON AS input_messages, m[2]::JSON AS output_message
+FROM (SELECT *, json_extract_string(attributes, ['$."gen_ai.input.messages"', '$."gen_ai.output.messages"']) AS m
+      FROM spans WHERE contains(attributes, 'gen_ai.input.messages'))
+"""
+FLOOR_TRANSITIONS = """
+CREATE TEMP TABLE transition_rows AS
+SELECT r.rollout_id, c.trace_id, c.span_id,
+       CAST(row_number() OVER (PARTITION BY r.rollout_id ORDER BY c.start_ns) - 1 AS INTEGER) AS step,
+       CAST(c.input_messages AS VARCHAR) AS prompt_messages, CAST(c.output_message AS VARCHAR) AS response_message
+FROM llm_calls c
+JOIN (SELECT trace_id, attributes->>'spanrl.rollout_id' AS rollout_id FROM spans WHERE parent_span_id IS NULL) r
+USING (trace_id)
+"""
+FLOOR_DIGESTS = """
+SELECT rollout_id, sha256(string_agg(CAST(ROW(rollout_id, trace_id, span_id, step, prompt_messages,
+                                              response_message) AS VARCHAR), chr(10) ORDER BY step)) AS digest
+FROM transition_rows GROUP BY rollout_id
+"""
+
+
+def floor_run(out: Path, files: list[str], convert: bool) -> None:
+    """The minimal chain in this (fresh) process; leaves its per-step seconds in ``out/steps.json``."""
+    t_start = time.perf_counter()
+    import duckdb
+
+    from spanrl.ingest.anyvalue import register_any_json
+    from spanrl.ingest.lakeio import PARQUET_OPTIONS
+    from spanrl.ingest.views import read_sql, render_sql
+
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    steps = {"imports": time.perf_counter() - t_start}
+    t = time.perf_counter()
+    con = duckdb.connect()
+    con.execute("SET preserve_insertion_order = false")
+    con.execute("SET enable_progress_bar = false")
+    register_any_json(con)
+    con.execute(read_sql("otlp_types"))
+    for i, f in enumerate(files):
+        con.execute(render_sql("trace_batches_ndjson", src=f, source_file=f))
+        con.execute(f"COPY (SELECT * EXCLUDE (line_no) FROM ({read_sql('spans_load')})) TO '{out}/spans-{i}' "
+                    f"({PARQUET_OPTIONS}, PARTITION_BY (\"date\"), OVERWRITE_OR_IGNORE)",
+                    {"ingested_at": "2026-01-01T00:00:00Z"})
+    steps["stage1"] = time.perf_counter() - t
+    t = time.perf_counter()
+    con.execute(f"CREATE VIEW spans AS SELECT * FROM read_parquet('{out}/spans-*/*/*.parquet', hive_partitioning=true)")
+    con.execute(read_sql("logs_empty"))  # the night holds no log records (the conventions' event path reads logs)
+    if convert:
+        con.execute(read_sql("llm_macros"))
+        con.execute(f"CREATE VIEW _llm_spans AS {read_sql('llm_spans')}")
+        con.execute(FLOOR_CALLS_CONVERTED.format(calls=read_sql("llm_calls/genai_latest")))
+    else:
+        con.execute(FLOOR_CALLS_EXTRACTED)
+    con.execute(f"COPY llm_calls TO '{out}/llm_calls.parquet' ({PARQUET_OPTIONS})")
+    steps["llm_calls"] = time.perf_counter() - t
+    t = time.perf_counter()
+    con.execute(FLOOR_TRANSITIONS)
+    con.execute(f"COPY (FROM transition_rows ORDER BY rollout_id, step) TO '{out}/transitions.parquet' "
+                f"({PARQUET_OPTIONS})")
+    con.execute(f"COPY ({FLOOR_DIGESTS}) TO '{out}/digests.parquet' ({PARQUET_OPTIONS})")
+    steps["transitions"] = time.perf_counter() - t
+    n = con.execute("SELECT count(*) FROM transition_rows").fetchone()[0]
+    if n == 0:
+        raise SystemExit("floor chain found no LLM calls: the night's spans do not use gen_ai.input.messages")
+    (out / "steps.json").write_text(json.dumps({"steps": steps, "transitions": n}))
+
+
+def _measure_floor(bench_ingest, out: Path, files: list[Path], convert: bool) -> dict:
+    """``bench_ingest.measure`` of a floor run, with the per-step seconds it leaves in ``out``."""
+    res = bench_ingest.measure([sys.executable, __file__, "--floor-run", str(out),
+                                *(() if convert else ("--no-convert",)), *map(str, files)])
+    return {**res, **json.loads((out / "steps.json").read_text())}
+
+
+def _load(name: str, file: str):
+    spec = importlib.util.spec_from_file_location(name, HERE / file)
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rollouts", type=int, default=10_000, help="rollouts in the night (6 spans each)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--memory-limit", default="2GB")
+    p.add_argument("--dir", type=Path, default=None, help="work folder (default: a new temp dir)")
+    p.add_argument("--floor-run", type=Path, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--no-convert", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("files", nargs="*", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.floor_run:
+        floor_run(args.floor_run, args.files, convert=not args.no_convert)
+        return
+
+    bench_ingest = _load("bench_ingest", "ingest.py")
+    nightly = _load("bench_nightly", "nightly.py")
+    root = args.dir or Path(tempfile.mkdtemp(prefix="spanrl-floor-"))
+    root.mkdir(parents=True, exist_ok=True)
+    files = nightly.write_night(root / "night", 0, args.rollouts)
+    tmp = root / "tmp"
+    tmp.mkdir(exist_ok=True)
+    log = root / "floor.jsonl"
+    print(f"one night: {args.rollouts} rollouts, {sum(f.stat().st_size for f in files) / 1e6:.0f} MB in "
+          f"{len(files)} files; {args.rounds} rounds, each kind in its own process", flush=True)
+    rounds = []
+    for r in range(args.rounds):
+        row = {"round": r + 1, "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        row["bare"] = bench_ingest.measure([sys.executable, "-c", bench_ingest.BASELINE, str(tmp / "bare.parquet"),
+                                            args.memory_limit, str(tmp), *map(str, files)])
+        row["floor"] = _measure_floor(bench_ingest, root / "floor", files, convert=True)
+        row["bare_floor"] = _measure_floor(bench_ingest, root / "floor", files, convert=False)
+        data = root / "data"
+        shutil.rmtree(data, ignore_errors=True)
+        (data / "otel").mkdir(parents=True)
+        for f in files:  # a fresh data root per round: every round ingests the same night from scratch
+            (data / "otel" / f.name).hardlink_to(f)
+        row["spanrl"] = bench_ingest.measure([sys.executable, "-m", "spanrl", "ingest", "--data", str(data),
+                                              "--settle", "0s", "--memory-limit", args.memory_limit])
+        for kind in ("bare", "floor", "bare_floor", "spanrl"):
+            row[kind] = {k: v for k, v in row[kind].items() if k != "err"}
+        rounds.append(row)
+        with open(log, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        print(f"round {r + 1}: " + ", ".join(f"{k} {row[k]['seconds']:.2f}s"
+                                             for k in ("bare", "floor", "bare_floor", "spanrl")), flush=True)
+    report(rounds)
+    print(f"\nresults: {log}")
+
+
+def report(rounds: list[dict]) -> None:
+    med = {k: statistics.median(r[k]["seconds"] for r in rounds) for k in ("bare", "floor", "bare_floor", "spanrl")}
+    print(f"\n{'chain':<44}{'median s':>9}{'bare/x':>8}")
+    names = {"bare": "bare read_ndjson -> parquet", "bare_floor": "floor, messages extracted (no conversion)",
+             "floor": "floor (stage 1 + llm_calls + transitions)", "spanrl": "spanrl ingest (full chain)"}
+    for k in ("bare", "bare_floor", "floor", "spanrl"):
+        print(f"{names[k]:<44}{med[k]:>9.2f}{med['bare'] / med[k]:>8.2f}")
+    steps = rounds[0]["floor"]["steps"]
+    per_step = {s: statistics.median(r["floor"]["steps"][s] for r in rounds) for s in steps}
+    print("floor steps (median s): " + ", ".join(f"{s} {v:.2f}" for s, v in per_step.items()))
+    budget = 2 * med["bare"]
+    print(f"a chain at 0.5x may take {budget:.2f} s; the floor leaves {budget - med['floor']:+.2f} s for everything "
+          f"spanrl adds to it, which takes {med['spanrl'] - med['floor']:.2f} s today")
+
+
+if __name__ == "__main__":
+    main()
