@@ -2,8 +2,8 @@
 
 ``spanrl sql`` (and anything else that runs SQL a user wrote: ``spanrl ui``) goes through
 ``connect``. Its safety does not depend on what a statement looks like: the lake and the stage-2
-tables the last build materialised (``spanrl.transitions.tables``; computed live as views only on a
-lake that never had a build, feedback files read while they are registered) are exposed as lazy
+tables the last build materialised (``spanrl.transitions.tables``; on a lake that never had a build,
+computed once into memory when connecting, feedback files read then) are exposed as lazy
 Arrow datasets (``spanrl.ingest.views.open_guarded``), and then DuckDB's own file access is switched
 off with no allowed directory and the configuration locked. After that no statement on the
 connection, of whatever shape (``EXPLAIN ANALYZE COPY``, ``ATTACH``, ``read_text``, ``SET``...), can

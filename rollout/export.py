@@ -17,7 +17,7 @@ from spanrl.errors import InputError
 from spanrl.rollout.tasks import task_id_for
 from spanrl.sqlfiles import SqlFiles
 
-DEFAULT_SQL = "SELECT rollout_id FROM _rollout_status WHERE complete"  # = rollouts' complete ones, cheaper
+DEFAULT_SQL = "SELECT rollout_id FROM rollouts WHERE complete"
 SQL = SqlFiles("spanrl.rollout")
 
 

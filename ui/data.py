@@ -13,7 +13,7 @@ row per rollout with its AIR hits and failed tools, which ``prepare`` computes f
 per lake version and holds in DuckDB's memory (``held_summary.sql``, ~120 B a rollout), with one bit
 per recently asked snapshot marking its rollouts (``snapshot_bit``): a filter, a count and a sort
 over a million rollouts then take milliseconds. A lake whose build wrote no tables gets the stage-2
-relations as views, computed once into memory (small lakes only). Nothing is written to the data root.
+relations computed once into memory by the connection (small lakes only). Nothing is written to the data root.
 """
 
 from __future__ import annotations

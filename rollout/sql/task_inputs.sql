@@ -1,28 +1,31 @@
 -- name: task_inputs
 -- Tasks from past rollouts (relation _selected: the rollout_id column of the user's --sql result):
--- the first user message of each rollout's first LLM call (tree order), as text (a list of content
--- parts is joined), deduplicated by that text. task_id: the rollouts' own task id (so replays join
--- the original traffic's group), the smallest when one input was seen under several.
-WITH first_call AS (
-    SELECT c.rollout_id, arg_min(CAST(c.input_messages AS JSON), (c.order_path, c.span_id)) AS messages,
-           min(c.start_ns) AS started_ns
-    FROM _rollout_calls c
-    WHERE c.rollout_id IN (SELECT rollout_id FROM _selected)
-      AND contains(CAST(c.input_messages AS VARCHAR), '"user"')
-    GROUP BY c.rollout_id
+-- the first user message of each rollout's first LLM call (by start time), as text (a list of
+-- content parts is joined), deduplicated by that text. task_id: the rollouts' own task id (so replays
+-- join the original traffic's group), the smallest when one input was seen under several.
+-- Reads only `rollouts` and `llm_calls`, the relations every lake serves: the stage-2 tables a build
+-- materialised, or (a lake without a build yet) the same relations computed when connecting.
+WITH picked AS (
+    SELECT r.rollout_id, r.task_id, unnest(r.trace_ids) AS trace_id
+    FROM rollouts r
+    WHERE r.rollout_id IN (SELECT rollout_id FROM _selected)
 ),
-first_user AS (
-    SELECT rollout_id, started_ns,
-           list_filter(TRY_CAST(messages AS JSON[]), lambda m: m->>'role' = 'user')[1]->'content' AS content
-    FROM first_call
+first_call AS (
+    SELECT p.rollout_id, any_value(p.task_id) AS task_id,
+           arg_min(CAST(c.input_messages AS JSON), (c.start_ns, c.span_id)) AS messages,
+           min(c.start_ns) AS started_ns
+    FROM picked p JOIN llm_calls c USING (trace_id)
+    WHERE contains(CAST(c.input_messages AS VARCHAR), '"user"')
+    GROUP BY p.rollout_id
 ),
 texts AS (
-    SELECT f.rollout_id, t.task_id, f.started_ns,
-           CASE json_type(f.content)
-               WHEN 'VARCHAR' THEN f.content->>'$'
-               WHEN 'ARRAY' THEN array_to_string(json_extract_string(f.content, '$[*].text'), chr(10))
+    SELECT rollout_id, task_id, started_ns,
+           CASE json_type(content)
+               WHEN 'VARCHAR' THEN content->>'$'
+               WHEN 'ARRAY' THEN array_to_string(json_extract_string(content, '$[*].text'), chr(10))
            END AS input
-    FROM first_user f JOIN _rollout_tasks t USING (rollout_id)  -- not `rollouts`: its rewards cost seconds
+    FROM (SELECT *, list_filter(TRY_CAST(messages AS JSON[]), lambda m: m->>'role' = 'user')[1]->'content' AS content
+          FROM first_call)
 )
 SELECT min(task_id) AS task_id, input, count(*) AS rollouts, min(started_ns) AS first_seen_ns
 FROM texts

@@ -1,8 +1,8 @@
 """Small helpers for the rollout and judge tests: ingest a data root, read what landed.
 
-The lake's stage-2 views (``rollouts``, ``rewards``) take seconds to plan on a busy 2-core box, so
-the tests read rollouts from the snapshot that ``spanrl ingest`` writes (``--missing-reward zero``
-keeps the rollouts without reward in it, with ``final_reward`` NULL) and query only ``spans``.
+The tests read rollouts from the snapshot that ``spanrl ingest`` writes (``--missing-reward zero``
+keeps the rollouts without reward in it, with ``final_reward`` NULL), what the judge reads, and query
+only ``spans``.
 """
 
 from __future__ import annotations

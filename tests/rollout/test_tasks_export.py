@@ -32,6 +32,24 @@ def test_export_selects_by_sql_dedupes_and_round_trips(tmp_path: Path) -> None:
     assert [t.task_id for t in read_tasks(out)] == ["add", "mul"]  # `spanrl rollout` reads it back
 
 
+def test_export_reads_a_built_lake_as_the_nightly_job_leaves_it(tmp_path: Path) -> None:
+    """The production path: `spanrl ingest` ran stage 2, so `spanrl sql` serves the materialised
+    tables (no `_rollout_*` helpers); the default export and a `--sql` over `rollouts` both work."""
+    data = tmp_path / "data"
+    write_rollouts(data, ROLLOUTS)
+    ingest(data, "--missing-reward", "zero")
+    assert (data / "transitions" / "_tables").is_dir()
+    for sql, expected in ((None, [("add", 3), ("mul", 1), ("sub", 1)]),
+                          ("select rollout_id from rollouts where task_id <> 'sub'", [("add", 3), ("mul", 1)])):
+        out = tmp_path / "tasks.jsonl"
+        result = CliRunner().invoke(cli, ["tasks", "--data", str(data), "--out", str(out),
+                                          *(("--sql", sql) if sql else ())])
+        assert result.exit_code == 0, result.output
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert [(r["task_id"], r["rollouts"]) for r in rows] == expected
+        assert {r["input"] for r in rows} <= {q for _, _, q, _ in ROLLOUTS}
+
+
 def test_empty_lake_says_to_ingest(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["tasks", "--data", str(tmp_path)])
     assert result.exit_code == 2 and "spanrl ingest" in result.output

@@ -239,3 +239,25 @@ def test_snapshot_page_rows_match_the_snapshot(lake: Lake, monkeypatch: pytest.M
             assert r["adv_min"] == pytest.approx(min(t["advs"])) and r["adv_max"] == pytest.approx(max(t["advs"]))
             seen.append(r["rollout_id"])
     assert seen == sorted(truth)
+
+
+def test_a_lake_no_build_has_materialised_is_served_too(ui_data: Path, tmp_path: Path) -> None:
+    """Only stage 1 ran (`spanrl ingest --no-transitions`): the connection computes the stage-2
+    relations itself (temp tables shadowing the lake's call views) and the pages read them."""
+    import shutil
+
+    from tests.ui.conftest import PLAN
+
+    data = tmp_path / "data"
+    shutil.copytree(ui_data / "lake", data / "lake")
+    fresh = Lake(data)
+
+    async def check(client: TestClient) -> None:
+        resp = await client.get("/rollouts")
+        assert resp.status == 200, await resp.text()
+        page = await resp.text()
+        assert all(p["rollout_id"] in page for p in PLAN)
+        resp = await client.get("/rollouts/ui-team")
+        assert resp.status == 200 and "ui-team" in await resp.text()
+
+    _with_client(fresh, check)
