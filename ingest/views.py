@@ -137,6 +137,7 @@ def open_guarded(data: Path) -> duckdb.DuckDBPyConnection:
     lake = Path(data) / "lake"
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")  # it would print into piped CSV/JSON output
+    con.execute("SET temp_directory = ''")  # never spills, also not while stage-2 relations are computed
     for table in ("spans", "logs"):
         if lake_glob(lake, table) is None:
             con.execute(read_sql(f"{table}_empty"))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import duckdb
 
+from spanrl.errors import InputError
 from spanrl.ingest.views import (
     lock_down,
     open_guarded,
@@ -36,6 +37,7 @@ def connect(data: Path, stage2: bool = True, memory_limit: str | None = None,
     from spanrl.transitions.tables import current_tables
 
     con = open_guarded(data)
+    computing = False  # computing the stage-2 relations of a lake no build has materialised
     try:
         if memory_limit is not None:  # before anything below locks the configuration
             con.execute(f"SET memory_limit = {sql_literal(memory_limit)}")
@@ -51,8 +53,19 @@ def connect(data: Path, stage2: bool = True, memory_limit: str | None = None,
         if stage2 and not {"rewards", "rollouts"} <= set(tables):
             from spanrl.transitions.rollouts import register_lake_views
 
+            computing = True
             register_lake_views(con, data, readable=())  # locks it (no file at all) before any AIR rule binds
         lock_down(con)
+    except duckdb.OutOfMemoryException as exc:
+        con.close()
+        first = str(exc).splitlines()[0]
+        if computing:
+            raise InputError(
+                f"{data}: no stage-2 build has materialised rollouts/rewards yet, and computing them for this "
+                f"connection needs more than its memory limit ({first}). Run `spanrl transitions build --data "
+                f"{data}` once (the tables are then read, not computed), or raise --memory-limit.") from None
+        raise InputError(f"{data}: opening the lake's views needs more than the memory limit ({first}); "
+                         "raise --memory-limit") from None
     except BaseException:
         con.close()
         raise

@@ -190,3 +190,22 @@ def test_top_n_over_a_json_expression_runs(data) -> None:
         assert res.exit_code == 0, res.output
     res = CliRunner().invoke(cli, ["sql", "--data", str(data), "select typeof(attributes) as t from spans limit 1"])
     assert res.exit_code == 0 and "JSON" in res.output
+
+
+def test_a_lake_never_built_says_so_and_running_out_of_memory_is_a_message(data) -> None:
+    """Only stage 1 ran: rollouts/rewards are computed for the connection, and stderr says so (and how
+    to materialise them once). A memory limit too small for that, or for opening the lake at all, is
+    exit 2 with what to do, never a traceback."""
+    res = CliRunner().invoke(cli, ["sql", "--data", str(data), "--format", "csv", "select count(*) n from rollouts"])
+    assert res.exit_code == 0, res.output
+    assert "no stage-2 build has materialised" in res.output and "spanrl transitions build" in res.output
+    messages = []
+    for limit in ("1MB", "2MB", "4MB", "8MB", "16MB"):
+        res = CliRunner().invoke(cli, ["sql", "--data", str(data), "--memory-limit", limit,
+                                       "select count(*) from rollouts"])
+        assert res.exit_code in (0, 2), res.output
+        assert "Traceback" not in res.output and not isinstance(res.exception, duckdb.Error)
+        if res.exit_code == 2:
+            assert "raise --memory-limit" in res.output
+            messages.append(res.output)
+    assert any("spanrl transitions build --data" in m for m in messages), messages
