@@ -18,6 +18,7 @@ import duckdb
 
 from spanrl.errors import InputError
 from spanrl.ingest.views import (
+    lake_glob,
     lock_down,
     open_guarded,
     parquet_dataset,
@@ -72,12 +73,19 @@ def connect(data: Path, stage2: bool = True, memory_limit: str | None = None,
     return con
 
 
-def stale_note(data: Path) -> str | None:
-    """What the materialised stage-2 tables miss (lake or feedback files newer than the last build)."""
+def stale_note(data: Path, stage2: bool = True) -> str | None:
+    """What the stage-2 relations served for ``data`` miss: lake or feedback files newer than the last
+    build, or (``stage2``: the query names them) that no build has materialised them yet."""
     from spanrl.transitions.tables import current_tables
 
     tables, changes = current_tables(data)
-    if not tables or not changes:
+    if not tables:
+        if stage2 and lake_glob(Path(data) / "lake", "spans") is not None:
+            return ("note: no stage-2 build has materialised llm_calls, tool_calls, rewards and rollouts yet (only "
+                    "`spanrl ingest --no-transitions` ran): they are computed for this connection. "
+                    "`spanrl transitions build` materialises them once.")
+        return None
+    if not changes:
         return None
     return (f"note: llm_calls, tool_calls, rewards and rollouts are the tables the last stage-2 build "
             f"materialised; since then: {'; '.join(changes)}. Run `spanrl transitions build` to refresh them.")

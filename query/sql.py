@@ -262,15 +262,9 @@ def sql_command(data: Path, query: str | None, sql_file: Path | None, fmt: str, 
                          f"(reading {data / 'otel'}) first; tables are empty.\n")
     if out is not None:
         check_out_path(data, out)
-    from spanrl.transitions.tables import current_tables
-
-    note = stale_note(data)
+    note = stale_note(data, stage2=wants_stage2(query))
     if note:
         sys.stderr.write(note + "\n")
-    elif wants_stage2(query) and not lake_is_empty(data) and not current_tables(data)[0]:
-        sys.stderr.write("note: no stage-2 build has materialised llm_calls, tool_calls, rewards and rollouts yet "
-                         "(only `spanrl ingest --no-transitions` ran): they are computed for this connection. "
-                         "`spanrl transitions build` materialises them once.\n")
     con = connect(data, stage2=wants_stage2(query), memory_limit=memory_limit)
     if query is None:
         interactive(data, con)

@@ -124,7 +124,7 @@ def register_lake_views(con: duckdb.DuckDBPyConnection, data: Path, readable: tu
     stage-2 SQL nests ~20 relations over ten stacked conventions, and DuckDB re-planned all of it per
     query (51 s for ``count(*) from rollouts`` on a 5-rollout lake; 2.6 s as tables).
 
-    The views use the stage-2 config the latest snapshot was built with (flags such as
+    They use the stage-2 config the latest snapshot was built with (flags such as
     ``--rollout-key`` included, and its AIR rules), so SQL and snapshots agree on what a rollout is;
     only a lake without a snapshot yet falls back to ``DATA/spanrl.toml``.
     """

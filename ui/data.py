@@ -44,7 +44,6 @@ from spanrl.transitions.snapshot import (
 
 _SQL = SqlFiles("spanrl.ui")
 # Relations copied into memory once per lake version, in dependency order (see the module docstring).
-STAGE1_CACHED = ("llm_calls", "tool_calls")
 SNAPSHOT_VIEW = "_ui_snapshot"  # the snapshot a query reads (register_snapshot: advantages filled)
 NO_SNAPSHOT = "_ui_no_snapshot"  # an empty snapshot, what SNAPSHOT_VIEW reads when none is asked for
 MARKING = "_ui_marking"  # the snapshot parts whose rollout ids mark_snapshot.sql reads
@@ -57,12 +56,6 @@ SEARCH_VIEW = "_ui_search"  # trace ids a finished text search matched, register
 VERSION_CHECK_S = 2.0  # how often a request may stat the data root for changes
 MEMORY_LIMIT = "512MB"  # DuckDB's share of the server's memory (issue 16: the server stays under 1 GB)
 THREADS = None  # DuckDB's default: every core
-
-
-def _stage2_cached() -> list[str]:
-    from spanrl.transitions.rollouts import STAGE2_OBJECTS
-
-    return [name for name, _, heavy in STAGE2_OBJECTS if heavy]
 
 
 def table_files(data: Path) -> dict[str, list[Path]]:
@@ -98,31 +91,20 @@ class Prepared:
     con: duckdb.DuckDBPyConnection
     version: tuple
     warm_s: float
-    cached: list[str] = field(default_factory=list)
     choices: list[dict[str, Any]] | None = None
     members: dict[str, int] = field(default_factory=dict)  # snapshot id -> its bit, least recently used first
 
 
 def prepare(data: Path) -> Prepared:
-    """The guarded connection, under ``MEMORY_LIMIT``; stage-2 relations the last build did not
-    materialise are held in memory once (module docstring)."""
+    """The guarded connection, under ``MEMORY_LIMIT`` (it holds the stage-2 relations of a lake no
+    build has materialised in memory itself), and the narrow per-rollout rows the list pages read."""
     version = lake_version(data)
     t0 = time.perf_counter()
     con = connect(data, memory_limit=MEMORY_LIMIT, threads=THREADS)
-    materialised = set(table_files(data))
-    kinds = dict(con.execute(_SQL.read("relation_kinds")).fetchall())
-    cached = []
-    for name in [*STAGE1_CACHED, *_stage2_cached()]:
-        if kinds.get(name) != "VIEW" or name in materialised:
-            continue  # missing (an empty lake), or read from the build's Parquet as it is
-        con.execute(f'CREATE TABLE main."_ui_{name}" AS SELECT * FROM "{name}"')
-        con.execute(f'DROP VIEW "{name}"')
-        con.execute(f'CREATE TEMP VIEW "{name}" AS SELECT * FROM main."_ui_{name}"')
-        cached.append(name)
     con.execute(f"CREATE TEMP TABLE {HELD} AS {_SQL.read('held_summary')}")
     con.execute(f"CREATE TEMP TABLE {NO_ROLLOUTS} (rollout_id VARCHAR)")
     _register_empty(con)
-    prepared = Prepared(con, version, 0.0, cached)
+    prepared = Prepared(con, version, 0.0)
     warm = [latest_manifest(data), *reversed(read_cycles(adapters_dir(data)))]
     for sid in dict.fromkeys(m.get("snapshot_id") for m in warm if m and m.get("snapshot_id")):
         if len(prepared.members) >= WARM_SNAPSHOTS:
