@@ -61,6 +61,8 @@ def write_card(path: Path, cfg: ExportConfig, result: ExportResult, manifest: di
     ]
     for reason, n in sorted(result.left_out.items()):
         lines.append(f"  - left out {n}: {reason}")
+    for warning in result.warnings():
+        lines.append(f"- **warning**: {warning}")
     lines += ["", "## Columns", "", "| column | type | where it came from |", "|---|---|---|"]
     for col, origin in fmt.columns.items():
         names = [c.strip() for c in col.split(",")]

@@ -46,4 +46,7 @@ def export(data: Path, snapshot: str, fmt: str, out: Path, file_type: str | None
     cfg = ExportConfig(data=data, format=fmt, out=out, snapshot=snapshot, file_type=file_type,
                        reward_column=reward_column, min_reward=min_reward, threshold=threshold,
                        tokenizer=tokenizer, overwrite=overwrite)
-    click.echo(export_snapshot(cfg).summary())
+    result = export_snapshot(cfg)
+    click.echo(result.summary())
+    for warning in result.warnings():
+        click.echo(f"warning: {warning}", err=True)

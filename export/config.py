@@ -54,6 +54,8 @@ class ExportResult:
     rows_in: int
     rows_out: int
     left_out: dict[str, int] = field(default_factory=dict)  # drop_reason -> rows
+    # agent name -> transitions whose response calls tools but whose row has no tool definitions
+    tool_schema_gaps: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         text = (f"exported {self.rows_out} rows from snapshot {self.snapshot_id} "
@@ -61,6 +63,17 @@ class ExportResult:
         for reason, n in sorted(self.left_out.items()):
             text += f"\n  left out {n}: {reason}"
         return text
+
+    def warnings(self) -> list[str]:
+        """What the user must hear on stderr (and the card repeats): rows a trainer will read wrong."""
+        gaps = sum(self.tool_schema_gaps.values())
+        if not gaps:
+            return []
+        per_agent = ", ".join(f"{agent} {n}" for agent, n in self.tool_schema_gaps.items())
+        return [f"{gaps} of {self.rows_in} transitions call tools but carry no tool definitions (`tools` is "
+                f"empty: the instrumentation did not record the request's tools; by agent: {per_agent}); "
+                "a trainer shows the model calls to functions it was never offered. Turn on tool capture in "
+                "the instrumentation (docs/lake.md, \"Content coverage\") or leave these rows out."]
 
 
 def export_options(cfg: ExportConfig) -> dict[str, Any]:

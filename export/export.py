@@ -96,6 +96,7 @@ def export_snapshot(cfg: ExportConfig) -> ExportResult:
     params = {k: v for k, v in asdict(cfg).items() if k in fmt.params}
     con.execute(f"CREATE TEMP TABLE _export_rows AS {_SQL.read(fmt.sql)}", params)
     counts = dict(con.execute("SELECT coalesce(drop_reason, ''), count(*) FROM _export_rows GROUP BY 1").fetchall())
+    schema_gaps = dict(con.execute(_SQL.read("tool_schema_gaps")).fetchall())
     rows_out = counts.pop("", 0)
     if rows_out == 0:
         reasons = "; ".join(f"{n} {r}" for r, n in sorted(counts.items())) or "the snapshot has no rows"
@@ -107,7 +108,8 @@ def export_snapshot(cfg: ExportConfig) -> ExportResult:
         _copy(con, fmt, cfg.file_type, data_file)
         types = con.execute("SELECT column_name, column_type FROM (DESCRIBE _export_rows)").fetchall()
         result = ExportResult(out=out, file=out / data_file.name, snapshot_id=manifest["snapshot_id"],
-                              rows_in=table.num_rows, rows_out=rows_out, left_out=counts)
+                              rows_in=table.num_rows, rows_out=rows_out, left_out=counts,
+                              tool_schema_gaps=schema_gaps)
         write_card(tmp / "README.md", cfg, result, manifest, dict(types))
         if out.exists():
             shutil.rmtree(out)  # check_out_dir allowed it: empty, or an earlier export with --overwrite

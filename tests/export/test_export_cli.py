@@ -80,3 +80,35 @@ def test_nothing_to_export_exits_2(snapshot, tmp_path: Path) -> None:
     data, _ = snapshot
     result = _run("--data", str(data), "--format", "trl-sft", "--min-reward", "100", "--out", str(tmp_path / "x"))
     assert result.exit_code == 2 and "nothing to export" in result.output
+
+
+def test_tool_calls_without_tool_definitions_are_named_on_stderr_and_in_the_card(tokenizer, tmp_path: Path) -> None:
+    """Rows whose response calls a tool but whose call was recorded without the request's tools (an
+    instrumentation that does not capture them) are exported, and the user is told how many, per agent."""
+    import json
+
+    from tests.export.conftest import snapshot_rows
+    from tests.helpers.tiny_model import write_rows_snapshot
+
+    rows = snapshot_rows(tokenizer)
+    calling = [r for r in rows if json.loads(r["response_message"]).get("tool_calls")]
+    assert len(calling) >= 3
+    for r in calling[:3]:
+        r["tools"] = None if r is calling[0] else "[]"
+        r["agent_name"] = "router"
+    data = tmp_path / "data"
+    write_rows_snapshot(data, rows)
+    result = _run("--data", str(data), "--format", "trl-sft", "--out", str(tmp_path / "sft"))
+    assert result.exit_code == 0, result.output
+    assert f"warning: 3 of {len(rows)} transitions call tools but carry no tool definitions" in result.stderr
+    assert "router 3" in result.stderr and "warning" not in result.stdout
+    card = (tmp_path / "sft" / "README.md").read_text()
+    assert f"**warning**: 3 of {len(rows)} transitions call tools" in card
+
+
+def test_no_warning_when_every_tool_call_has_its_definitions(snapshot, tmp_path: Path) -> None:
+    data, _ = snapshot
+    result = _run("--data", str(data), "--format", "trl-sft", "--out", str(tmp_path / "sft"))
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.stderr
+    assert "**warning**" not in (tmp_path / "sft" / "README.md").read_text()
