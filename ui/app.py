@@ -24,6 +24,7 @@ from spanrl.ui import pages
 from spanrl.ui.auth import auth_middleware, login_check, safe_next
 from spanrl.ui.data import Lake
 from spanrl.ui.filters import RolloutFilter, format_ns
+from spanrl.ui.guard import allowed_hosts, is_cross_site, origin_guard
 from spanrl.ui.search import Searches
 
 CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; "
@@ -93,7 +94,7 @@ async def rollouts(request: web.Request) -> web.StreamResponse:
     if any(v == "" for v in request.query.values()):  # the filter form sends every field: share the short URL
         raise web.HTTPFound(flt.url())
     ctx = await in_thread(pages.rollouts_view, request.app[LAKE], request.app[SEARCHES], flt,
-                          run_search=request.query.get("run") == "1")
+                          run_search=request.query.get("run") == "1", may_start=not is_cross_site(request))
     return render(request, "rollouts.html", **ctx)
 
 
@@ -182,9 +183,12 @@ def _page(request: web.Request) -> int:
         raise InputError(f"page={request.query.get('page')!r} is not a page number") from None
 
 
-def make_app(data: Path, token: str | None = None, lake: Lake | None = None) -> web.Application:
-    """The application over ``data`` (``lake`` may be passed in already warmed, as the CLI does)."""
-    app = web.Application(middlewares=[headers_middleware, auth_middleware(token)])
+def make_app(data: Path, token: str | None = None, lake: Lake | None = None, host: str = "127.0.0.1",
+             allow_hosts: tuple[str, ...] = ()) -> web.Application:
+    """The application over ``data`` (``lake`` may be passed in already warmed, as the CLI does);
+    ``host`` (the bind address) and ``allow_hosts`` name the Host headers it answers to (ui/guard.py)."""
+    app = web.Application(middlewares=[headers_middleware, origin_guard(allowed_hosts(host, allow_hosts)),
+                                       auth_middleware(token)])
     app[LAKE] = lake or Lake(data)
     app[SEARCHES] = Searches(data)
     app[TOKEN] = token

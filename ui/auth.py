@@ -28,15 +28,24 @@ def session_value(token: str) -> str:
 def is_authorised(request: web.Request, token: str) -> bool:
     """Bearer header or session cookie, compared in constant time."""
     header = request.headers.get("Authorization", "")
-    if header.startswith("Bearer ") and hmac.compare_digest(header[7:].strip().encode(), token.encode()):
+    if header.startswith("Bearer ") and _equal(header[7:].strip(), token):
         return True
     cookie = request.cookies.get(COOKIE, "")
-    return bool(cookie) and hmac.compare_digest(cookie.encode(), session_value(token).encode())
+    return bool(cookie) and _equal(cookie, session_value(token))
+
+
+def _equal(given: str, expected: str) -> bool:
+    """Constant-time comparison of text a client sent: any bytes (aiohttp hands undecodable header
+    bytes over as surrogates, which ``.encode()`` refuses) are compared, never raised on."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode("utf-8"))
 
 
 def safe_next(target: str | None) -> str:
-    """Only a path on this server (no scheme, no //host) may follow a login."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+    """Only a path on this server may follow a login: it starts with one '/', and holds no
+    backslash, whitespace or control character (browsers drop TAB/CR/LF from URLs, so ``/\t/evil``
+    would become ``//evil``, another host; a CR/LF would split the Location header)."""
+    if (not target or not target.startswith("/") or target.startswith("//") or "\\" in target
+            or any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in target)):
         return "/"
     return target
 
@@ -59,7 +68,7 @@ async def login_check(request: web.Request, token: str) -> web.StreamResponse | 
     """POST /login: the cookie and a redirect when the token matches, else None (show the form again)."""
     form = await request.post()
     given = str(form.get("token", ""))
-    if not hmac.compare_digest(given.encode(), token.encode()):
+    if not _equal(given, token):
         return None
     response = web.Response(status=303, headers={"Location": safe_next(str(form.get("next", "/")))})
     response.set_cookie(COOKIE, session_value(token), httponly=True, samesite="Strict", path="/")

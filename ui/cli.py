@@ -17,7 +17,10 @@ from spanrl.options import data_option
 @click.option("--token", default=None, envvar="SPANRL_UI_TOKEN",
               help="Ask the browser for this token once (then an HttpOnly cookie); API calls send "
                    "Authorization: Bearer TOKEN. Also $SPANRL_UI_TOKEN.")
-def ui(data: Path, host: str, port: int, token: str | None) -> None:
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Also answer to this Host name (repeatable). By default only the loopback names and the "
+                   "--host address are accepted, against DNS rebinding.")
+def ui(data: Path, host: str, port: int, token: str | None, allow_hosts: tuple[str, ...]) -> None:
     """Read-only web app over the data root: rollouts, one rollout's calls and rewards, tasks, snapshots,
     training cycles and a SQL box (the same guarded connection as `spanrl sql`).
 
@@ -27,4 +30,4 @@ def ui(data: Path, host: str, port: int, token: str | None) -> None:
     """
     from spanrl.ui.server import run_ui
 
-    run_ui(data, host, port, token or None)
+    run_ui(data, host, port, token or None, allow_hosts)

@@ -63,16 +63,21 @@ class SearchState:
     ready: bool = True
 
 
-def rollouts_view(lake: Lake, searches: Searches, flt: RolloutFilter, run_search: bool = False) -> dict[str, Any]:
+def rollouts_view(lake: Lake, searches: Searches, flt: RolloutFilter, run_search: bool = False,
+                  may_start: bool = True) -> dict[str, Any]:
+    """``may_start=False`` (a link from another site): show a finished search, never start one."""
     sid = _snapshot_for(lake, flt)
     search = SearchState()
     matches = None
     if flt.q:
         job = searches.get(flt.q, lake._prepared.version, start=False)
-        if job is None or run_search:
+        if may_start and (job is None or run_search):
             job = searches.get(flt.q, lake._prepared.version, start=True)
-        search = SearchState(job.status(), job.state == "done")
-        matches = job.matches() if job.state == "done" else None
+        if job is None:
+            search = SearchState({"state": "not_started"}, False)
+        else:
+            search = SearchState(job.status(), job.state == "done")
+            matches = job.matches() if job.state == "done" else None
     rows: list[dict] = []
     stats: dict[str, Any] = {"total": 0, "reward_mean": None, "with_reward": 0}
     if search.ready:

@@ -23,7 +23,7 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-def run_ui(data: Path, host: str, port: int, token: str | None) -> None:
+def run_ui(data: Path, host: str, port: int, token: str | None, allow_hosts: tuple[str, ...] = ()) -> None:
     """``spanrl ui``: InputError when the data root does not exist; a warning when it is served
     beyond this machine without a token."""
     if not data.is_dir():
@@ -36,7 +36,7 @@ def run_ui(data: Path, host: str, port: int, token: str | None) -> None:
     lake = Lake(data)
     sys.stderr.write(f"spanrl ui: ready in {time.perf_counter() - t0:.1f} s\n")
     try:
-        asyncio.run(_serve(make_app(data, token, lake), host, port))
+        asyncio.run(_serve(make_app(data, token, lake, host=host, allow_hosts=allow_hosts), host, port))
     except KeyboardInterrupt:
         sys.stderr.write("spanrl ui: stopped\n")
 
