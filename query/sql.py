@@ -94,6 +94,38 @@ def execute(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[pa.Table, set[str
     return result, json_cols
 
 
+PREVIEW_BATCH_ROWS = 2048  # rows per Arrow batch read from a streamed result
+
+
+def preview(con: duckdb.DuckDBPyConnection, sql: str, limit: int, count_cap: int) -> tuple[list[str], pa.Table, int, bool]:
+    """Each statement of ``sql`` run once, the last one's result STREAMED: (columns, its first
+    ``limit`` rows, rows counted, whether that count is the whole result). Counting stops after
+    ``count_cap`` rows, so no result, however large, is held in Python's memory (``spanrl ui``'s SQL
+    page: ``select * from range(1e9)`` costs one batch at a time, not the whole table)."""
+    statements = check_read_only(sql)
+    try:
+        for text in statements[:-1]:
+            con.sql(text)
+        rel = con.sql(statements[-1])
+        if rel is None:
+            return [], pa.table({}), 0, True
+        reader = rel.to_arrow_reader(PREVIEW_BATCH_ROWS)
+        kept: list[pa.RecordBatch] = []
+        count = 0
+        for batch in reader:
+            if count < limit:
+                kept.append(batch.slice(0, limit - count))
+            count += batch.num_rows
+            if count > count_cap:
+                reader.close()
+                return rel.columns, pa.Table.from_batches(kept, reader.schema), count_cap, False
+        return rel.columns, pa.Table.from_batches(kept, reader.schema), count, True
+    except duckdb.InterruptException:
+        raise  # the caller's timeout: it says so itself
+    except duckdb.Error as exc:
+        raise _refusal(exc) from None
+
+
 def _refusal(exc: duckdb.Error) -> InputError:
     """A DuckDB error as the user's message: file access and settings are the read-only refusal."""
     text = str(exc).splitlines()[0]

@@ -54,6 +54,7 @@ SEARCH_HITS = "_ui_search_hits"  # the rollouts a finished text search matched (
 MEMBER_SETS = 8  # snapshots marked in the held rollouts at once (the bits of a UTINYINT)
 SEARCH_VIEW = "_ui_search"  # trace ids a finished text search matched, registered while mapped to rollouts
 VERSION_CHECK_S = 2.0  # how often a request may stat the data root for changes
+SQL_COUNT_CAP = 1_000_000  # the SQL page counts a result's rows up to this, then says "more than"
 MEMORY_LIMIT = "512MB"  # DuckDB's share of the server's memory (issue 16: the server stays under 1 GB)
 THREADS = None  # DuckDB's default: every core
 
@@ -176,6 +177,8 @@ class Lake:
         self._air_hits: dict[str | None, int | None] = {}
         self._prepared = prepare(self.data)
         self._checked = time.monotonic()
+        self._sql_lock = threading.Lock()  # the SQL page's own connection (user_query), opened on first use
+        self._sql: tuple[duckdb.DuckDBPyConnection, tuple] | None = None
 
     @property
     def warm_s(self) -> float:
@@ -250,14 +253,30 @@ class Lake:
             prepared.choices = self.rows("filter_choices")
         return prepared.choices
 
-    def user_query(self, sql: str, limit: int) -> tuple[list[str], list[tuple], int]:
-        """The SQL page: read-only statements (``spanrl sql``'s check), first ``limit`` rows shown."""
-        from spanrl.query import run_query
+    def user_query(self, sql: str, limit: int, count_cap: int = SQL_COUNT_CAP) -> tuple[list[str], list[tuple], int, bool]:
+        """The SQL page: read-only statements (``spanrl sql``'s check); (columns, the first ``limit``
+        rows, rows counted, whether that is all of them). Runs on a connection of its own, so a
+        heavy query never holds up the other pages, and streams its result (``query.sql.preview``):
+        memory stays under DuckDB's limit plus one batch, whatever the result's size."""
+        from spanrl.query.sql import preview
 
-        with self.connection() as con:
-            table = run_query(self.data, sql, con)
-        shown = table.slice(0, limit)
-        return table.column_names, [tuple(r.values()) for r in shown.to_pylist()], table.num_rows
+        with self._sql_lock:
+            version = lake_version(self.data)
+            if self._sql is None or self._sql[1] != version:
+                if self._sql is not None:
+                    self._sql[0].close()
+                self._sql = (connect(self.data, memory_limit=MEMORY_LIMIT, threads=THREADS), version)
+            con = self._sql[0]
+            timer = threading.Timer(self.query_timeout_s, con.interrupt)
+            timer.start()
+            try:
+                columns, shown, count, whole = preview(con, sql, limit, count_cap)
+            except duckdb.InterruptException:
+                raise InputError(f"the query ran longer than {self.query_timeout_s:.0f} s and was stopped; "
+                                 "narrow it (a filter, a LIMIT)") from None
+            finally:
+                timer.cancel()
+        return columns, [tuple(r.values()) for r in shown.to_pylist()], count, whole
 
     # ---- snapshots (through spanrl.transitions' reader API)
 

@@ -253,10 +253,11 @@ def cycles_view(lake: Lake) -> dict[str, Any]:
 
 
 def sql_view(lake: Lake, sql: str, examples: list[tuple[str, str]]) -> dict[str, Any]:
-    out: dict[str, Any] = {"sql": sql, "examples": examples, "error": "", "columns": [], "rows": [], "count": 0}
+    out: dict[str, Any] = {"sql": sql, "examples": examples, "error": "", "columns": [], "rows": [], "count": 0,
+                           "counted_all": True}
     if sql.strip():
         try:
-            out["columns"], out["rows"], out["count"] = lake.user_query(sql, SQL_ROWS)
+            out["columns"], out["rows"], out["count"], out["counted_all"] = lake.user_query(sql, SQL_ROWS)
         except InputError as exc:
             out["error"] = str(exc)
     return out
