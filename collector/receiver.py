@@ -55,6 +55,9 @@ class Receiver:
         self.stats: Counter[str] = Counter()
         self.writer = None if config.discard else SignalWriter(
             config.otel_dir, config.rotate_bytes, config.fsync, on_done=self._done)
+        # called with (signal, request message) once a request is on disk, before it is acknowledged,
+        # on the writer thread: ``spanrl rollout`` counts each attempt's spans with it
+        self.observers: list[Callable[[str, Any], None]] = []
 
     def _done(self, item: WriteItem) -> None:
         if item.release is not None:
@@ -80,6 +83,8 @@ class Receiver:
             return fut
         self.stats[f"{signal}_items"] += decoded.items
         self.stats[f"{signal}_requests"] += 1
+        for observe in self.observers:
+            fut.add_done_callback(lambda f, o=observe: f.result() is Outcome.OK and o(signal, decoded.request))
         self.writer.submit(WriteItem(signal, decoded.request, _TO_LINE[signal], reservation.held, fut,
                                      release=reservation.release))
         return fut

@@ -20,43 +20,56 @@ from spanrl.options import data_option, parse_duration
 @click.option("--temperature", default=None, type=float,
               help="With --model: the started server samples at this temperature whatever the agent asks.")
 @click.option("--otlp", default=None,
-              help="OTLP/HTTP endpoint for the agent's spans (default: an embedded collector writing DATA/otel).")
+              help="OTLP endpoint for the agent's spans (default: an embedded collector writing DATA/otel, "
+                   "which also counts the attempts that sent no span).")
+@click.option("--otlp-protocol", default=None, type=click.Choice(["http/protobuf", "http/json", "grpc"]),
+              help="Protocol of --otlp, set for the agents (default: grpc when its port is 4317, else http/protobuf).")
+@click.option("--served-model-name", "served_model_names", multiple=True, metavar="NAME",
+              help="With --model: a name the started server answers to, e.g. the model an agent hard-codes "
+                   "(repeatable; `spanrl serve --served-model-name`).")
 @click.option("--concurrency", default=8, show_default=True, type=int, help="Agent processes at once.")
 @click.option("--timeout", "timeout", default="120s", show_default=True, help="Per attempt; kills its process group.")
 @click.option("--retries", default=1, show_default=True, type=int, help="Extra attempts for a failed sample.")
 @click.option("--score", default=None,
               help='Scorer command: reads {"task": ..., "output": ...} on stdin, prints a number (a feedback row).')
 @click.option("--run-id", default=None, help="Run name; re-running it skips finished rollouts "
-                                             "(default: from the tasks file and the policy's adapter).")
+                                             "(default: from the tasks' content, the command and the policy: "
+                                             "its URL and adapter, or the started model and adapter).")
 @click.option("--adapter-id", default=None, help="The policy's adapter id for the default run id "
                                                  "(default: asked from the server).")
 @click.option("--retry-failed", is_flag=True, help="On resume, try again samples that used up their attempts.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def rollout(data: Path, tasks: Path, n: int, policy_url: str | None, model: Path | None, temperature: float | None,
-            otlp: str | None, concurrency: int, timeout: str, retries: int, score: str | None, run_id: str | None,
-            adapter_id: str | None, retry_failed: bool, command: tuple[str, ...]) -> None:
+            otlp: str | None, otlp_protocol: str | None, served_model_names: tuple[str, ...], concurrency: int,
+            timeout: str, retries: int, score: str | None, run_id: str | None, adapter_id: str | None,
+            retry_failed: bool, command: tuple[str, ...]) -> None:
     """Run an unmodified agent command N times per task; every sample is one rollout in the lake.
 
-    Each run gets, for its process only: OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_RESOURCE_ATTRIBUTES with
-    spanrl.rollout_id and spanrl.task_id appended, OPENAI_BASE_URL, and the input on stdin and in
-    SPANRL_TASK_INPUT ({input} and {task_id} in the arguments are replaced). Re-running the same run
-    skips finished rollouts.
+    Each run gets, for its process only: OTEL_EXPORTER_OTLP_ENDPOINT and _PROTOCOL (also the
+    TRACES_ and LOGS_ ones, so a stale value cannot send spans elsewhere), OTEL_RESOURCE_ATTRIBUTES
+    with spanrl.rollout_id and spanrl.task_id appended, OPENAI_BASE_URL, and the input on stdin and
+    in SPANRL_TASK_INPUT ({input} and {task_id} in the arguments are replaced). Re-running the same
+    run skips finished rollouts. Exit 1 (after the summary) when no attempt succeeded.
 
     \b
-    Example:
+    Example (an uninstrumented Python agent, traced by opentelemetry-distro):
       spanrl rollout --tasks tasks.jsonl --n 4 --policy-url http://127.0.0.1:8000/v1 \\
-          --score "python score.py" -- python my_agent.py --question {input}
+          --score "python score.py" -- opentelemetry-instrument python my_agent.py --question {input}
     """
     from spanrl.rollout.config import RolloutConfig
 
     cfg = RolloutConfig(tasks=tasks, n=n, command=list(command), data=data, policy_url=policy_url, model=model,
-                        temperature=temperature, otlp=otlp, concurrency=concurrency,
+                        temperature=temperature, otlp=otlp, otlp_protocol=otlp_protocol,
+                        served_model_names=list(served_model_names), concurrency=concurrency,
                         timeout_s=parse_duration(timeout), retries=retries, score=score, run_id=run_id,
                         adapter_id=adapter_id, retry_failed=retry_failed)
-    _run_with_progress(cfg)
+    if _run_with_progress(cfg).nothing_succeeded:
+        click.echo("spanrl rollout: no attempt succeeded; see the failures above and the agent's stderr in "
+                   "the run folder's logs/", err=True)
+        click.get_current_context().exit(1)
 
 
-def _run_with_progress(cfg) -> None:  # noqa: ANN001 - RolloutConfig, imported lazily
+def _run_with_progress(cfg):  # noqa: ANN001, ANN202 - RolloutConfig -> RunSummary, imported lazily
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -75,6 +88,7 @@ def _run_with_progress(cfg) -> None:  # noqa: ANN001 - RolloutConfig, imported l
 
         summary = run_rollouts(cfg, on_plan=lambda total: progress.update(bar, total=total), on_done=done)
     print_summary(summary, Console())
+    return summary
 
 
 @click.command()

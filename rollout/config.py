@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spanrl.errors import InputError
+from spanrl.rollout.process import OTLP_PROTOCOLS
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -23,7 +24,13 @@ class RolloutConfig:
     model: Path | None = field(default=None, metadata={"help": "Without --policy-url: start `spanrl serve` "
                                                                "with this model and the latest adapter."})
     temperature: float | None = field(default=None, metadata={"help": "The started server's forced temperature."})
-    otlp: str | None = field(default=None, metadata={"help": "OTLP/HTTP endpoint; default: an embedded collector."})
+    otlp: str | None = field(default=None, metadata={"help": "OTLP endpoint; default: an embedded collector."})
+    otlp_protocol: str | None = field(default=None, metadata={
+        "help": "Protocol of --otlp: http/protobuf, http/json or grpc (default: grpc when its port is 4317, "
+                "else http/protobuf); set for the agents with OTEL_EXPORTER_OTLP_[TRACES_|LOGS_]PROTOCOL."})
+    served_model_names: list[str] = field(default_factory=list, metadata={
+        "help": "With --model: names the started server answers to (`spanrl serve --served-model-name`), "
+                "e.g. the model name an agent hard-codes."})
     concurrency: int = field(default=8, metadata={"help": "Agent processes at once."})
     timeout_s: float = field(default=120.0, metadata={"help": "Wall time per attempt; the process group is killed."})
     retries: int = field(default=1, metadata={"help": "Extra attempts for a failed or timed-out sample."})
@@ -58,6 +65,16 @@ class RolloutConfig:
         if self.policy_url is not None and self.model is not None:
             raise InputError("--policy-url and --model exclude each other: the runner starts a server only "
                              "when no --policy-url is given")
+        if self.otlp_protocol is not None and self.otlp_protocol not in OTLP_PROTOCOLS:
+            raise InputError(f"--otlp-protocol {self.otlp_protocol!r}: use one of {', '.join(OTLP_PROTOCOLS)}")
+        if self.otlp_protocol is not None and self.otlp is None:
+            raise InputError("--otlp-protocol describes --otlp URL; the embedded collector (no --otlp) speaks "
+                             "http/protobuf, which the runner sets for the agents itself")
+        self.served_model_names = list(self.served_model_names)
+        if self.served_model_names and self.policy_url is not None:
+            raise InputError("--served-model-name names the server the runner starts (--model); for your own "
+                             "server start it with that name (`spanrl serve --served-model-name NAME`, "
+                             "vLLM `--served-model-name`)")
         if self.temperature is not None and self.policy_url is not None:
             raise InputError("--temperature sets the server the runner starts (--model); for your own server "
                              "start it with `spanrl serve --temperature T` (vLLM: set it in the agent)")

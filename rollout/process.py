@@ -2,7 +2,10 @@
 
 The command is run as given (no shell); ``{input}`` and ``{task_id}`` in its arguments are replaced.
 The input is also on stdin (from a file, so an agent that never reads it cannot block us) and in
-``SPANRL_TASK_INPUT``. The OTel and OpenAI variables are set for this process only. A timeout sends
+``SPANRL_TASK_INPUT``. The OTel and OpenAI variables are set for this process only: the endpoint
+together with its protocol, general and per signal (``opentelemetry-distro`` defaults to gRPC, and a
+per-signal value the user left in the environment wins over a general one: either would send every
+span to a port that does not speak it, lost without a word). A timeout sends
 SIGTERM to the whole group (the SDK's exit hooks may still flush spans), then SIGKILL after a grace
 period; whatever the agent left running in its group is killed when it exits, too.
 """
@@ -18,7 +21,7 @@ import shlex
 import signal
 import time
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from spanrl.rollout.runs import FAILED, OK, TIMEOUT, Attempt
 from spanrl.rollout.tasks import Task
@@ -38,9 +41,38 @@ def resource_attributes(existing: str | None, rollout_id: str, task_id: str) -> 
     return f"{existing},{ours}" if existing else ours
 
 
-def agent_env(base: dict[str, str], att: Attempt, otlp: str, policy_url: str) -> dict[str, str]:
+HTTP_PROTOCOLS = ("http/protobuf", "http/json")
+OTLP_PROTOCOLS = (*HTTP_PROTOCOLS, "grpc")
+GRPC_PORT = 4317  # the OTLP/gRPC port of every collector's default config
+
+
+def otlp_protocol(endpoint: str, given: str | None) -> str:
+    """The protocol of an OTLP endpoint: ``given`` (``--otlp-protocol``), else gRPC when the URL's
+    port is 4317 (OTLP's gRPC port), else ``http/protobuf`` (4318 and anything else)."""
+    if given:
+        return given
+    return "grpc" if urlsplit(endpoint).port == GRPC_PORT else "http/protobuf"
+
+
+def otlp_env(endpoint: str, protocol: str) -> dict[str, str]:
+    """The OTel exporter variables that send traces and logs to ``endpoint`` over ``protocol``: the
+    general ones and the per-signal ones (which win in every SDK when set, so a stale value the user
+    exported cannot send the spans elsewhere or in another protocol). Metrics keep the user's own
+    per-signal settings (the collector drops metrics anyway)."""
+    base = endpoint.rstrip("/")
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": base, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol}
+    for kind in ("TRACES", "LOGS"):
+        env[f"OTEL_EXPORTER_OTLP_{kind}_PROTOCOL"] = protocol
+        # per-signal HTTP endpoints are used as given (no /v1/<signal> appended); gRPC ones are host:port
+        env[f"OTEL_EXPORTER_OTLP_{kind}_ENDPOINT"] = (base if protocol == "grpc"
+                                                      else f"{base}/v1/{kind.lower()}")
+    return env
+
+
+def agent_env(base: dict[str, str], att: Attempt, otlp: str, policy_url: str,
+              protocol: str = "http/protobuf") -> dict[str, str]:
     env = dict(base)
-    env["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp
+    env.update(otlp_env(otlp, protocol))
     env["OTEL_RESOURCE_ATTRIBUTES"] = resource_attributes(base.get("OTEL_RESOURCE_ATTRIBUTES"),
                                                           att.rollout_id, att.task.task_id)
     env["OPENAI_BASE_URL"] = policy_url

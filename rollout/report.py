@@ -20,6 +20,8 @@ def print_summary(s: RunSummary, console: Console) -> None:
                   f"(attempts: {', '.join(f'{k} {v}' for k, v in sorted(s.statuses.items())) or 'none'}; "
                   f"{s.retried} retried)")
     table.add_row("already done (skipped)", f"{s.skipped_ok} ok, {s.skipped_failed} failed")
+    if s.statuses:
+        table.add_row("agent spans", _agent_spans(s))
     if s.scored or s.score_failures:
         table.add_row("scored", f"{s.scored} -> {s.feedback_file}; {s.score_failures} scorer failure(s)")
     table.add_row("run folder", str(s.run_dir))
@@ -37,4 +39,26 @@ def print_summary(s: RunSummary, console: Console) -> None:
                       "(`spanrl serve --temperature 0.8`, or --temperature with --model).", soft_wrap=True)
     if s.span_errors:
         console.print(f"[yellow]warning[/]: {len(s.span_errors)} runner span(s) not delivered "
-                      f"({s.span_errors[0]}); --otlp must be an OTLP/HTTP endpoint", soft_wrap=True)
+                      f"({s.span_errors[0]}) to --otlp {s.otlp} over {s.otlp_protocol}; check the collector "
+                      "is up and --otlp-protocol matches it", soft_wrap=True, highlight=False)
+    missing = s.without_agent_spans
+    if s.spans_checked and missing:
+        ok = sum(1 for rid in missing if rid in s.ok_ids)
+        console.print(f"[yellow]warning[/]: {len(missing)} attempt(s) ({ok} of them ok) sent no span of their own, "
+                      f"e.g. {missing[0]}: the lake has only the runner's span for them, so they train nothing. "
+                      "Is the agent instrumented (`opentelemetry-instrument python agent.py` with "
+                      "opentelemetry-distro and an instrumentor for its LLM client), exporting OTLP "
+                      "(OTEL_TRACES_EXPORTER=otlp, not console/none), and not overriding the "
+                      f"OTEL_EXPORTER_OTLP_* variables the runner sets? The agent's stderr: {s.run_dir}/logs",
+                      soft_wrap=True, highlight=False)
+
+
+def _agent_spans(s: RunSummary) -> str:
+    """How many attempts of this invocation sent spans of their own; unknowable with --otlp."""
+    if not s.spans_checked:
+        return (f"not checked: spans go to --otlp {s.otlp} ({s.otlp_protocol}), which the runner cannot see; "
+                "`spanrl sql` after ingest shows rollouts with only the runner's span")
+    counted = s.agent_spans
+    missing = len(s.without_agent_spans)
+    return (f"{len(counted) - missing} of {len(counted)} attempts sent spans ({sum(counted.values())} spans); "
+            f"{missing} sent none")

@@ -3,7 +3,9 @@
 Reads like the run: resolve the policy and the collector -> plan (what a previous run of the same
 id left to do) -> run attempts under a concurrency limit (retrying failures) -> score -> summary.
 Every attempt ends as one line in ``DATA/runs/<run_id>/attempts.jsonl`` and one ``spanrl.rollout``
-span in the lake; a scorer's number becomes a feedback row in ``DATA/feedback/``.
+span in the lake; a scorer's number becomes a feedback row in ``DATA/feedback/``. With the embedded
+collector the runner also counts each attempt's own spans: an attempt whose agent sent none is
+counted and named in the summary and in ``run.json`` (it would otherwise look like a good rollout).
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from spanrl.rollout.config import RolloutConfig
-from spanrl.rollout.process import agent_env, run_attempt, run_scorer
+from spanrl.rollout.process import agent_env, otlp_protocol, run_attempt, run_scorer
 from spanrl.rollout.runs import OK, Attempt, RunLog, derive_run_id, plan_run, rollout_id_for
-from spanrl.rollout.services import embedded_collector, latest_adapter, policy_id, started_server
+from spanrl.rollout.services import Otlp, embedded_collector, latest_adapter, policy_id, started_server
 from spanrl.rollout.spans import attempt_request, post_spans
 from spanrl.rollout.tasks import Task, read_tasks
 
@@ -46,29 +48,65 @@ class RunSummary:
     failures: list[Attempt] = field(default_factory=list)
     run_dir: Path | None = None
     feedback_file: Path | None = None
+    otlp: str | None = None  # where the agents' spans went, and over which protocol
+    otlp_protocol: str | None = None
+    spans_checked: bool = False  # the runner's own collector counted each attempt's spans
+    agent_spans: dict[str, int] = field(default_factory=dict)  # rollout id -> spans its agent sent (this run)
+    ok_ids: set[str] = field(default_factory=set)
+
+    @property
+    def without_agent_spans(self) -> list[str]:
+        """Attempts of this invocation whose agent sent no span at all (only the runner's own)."""
+        return sorted(rid for rid, n in self.agent_spans.items() if n == 0)
+
+    @property
+    def nothing_succeeded(self) -> bool:
+        """No attempt of this invocation succeeded, or (nothing left to run) none ever did: exit 1."""
+        if self.statuses:
+            return self.samples_ok == 0
+        return self.skipped_ok == 0 and self.skipped_failed > 0
+
+    def as_dict(self) -> dict[str, object]:
+        """What ``run.json`` records of the last invocation."""
+        missing = self.without_agent_spans
+        return {"samples_ok": self.samples_ok, "samples_failed": self.samples_failed,
+                "attempts": dict(self.statuses), "retried": self.retried, "skipped_ok": self.skipped_ok,
+                "skipped_failed": self.skipped_failed, "scored": self.scored, "score_failures": self.score_failures,
+                "identical_groups": self.identical_groups, "runner_spans_not_delivered": len(self.span_errors),
+                "otlp": self.otlp, "otlp_protocol": self.otlp_protocol, "agent_spans_checked": self.spans_checked,
+                "attempts_without_agent_spans": len(missing) if self.spans_checked else None,
+                "ok_attempts_without_agent_spans": (len([r for r in missing if r in self.ok_ids])
+                                                    if self.spans_checked else None),
+                "without_agent_spans": missing[:100] if self.spans_checked else None,
+                "nothing_succeeded": self.nothing_succeeded}
 
 
 @contextlib.contextmanager
-def _endpoints(cfg: RolloutConfig, log_dir: Path) -> Iterator[tuple[str, str]]:
-    """(otlp endpoint, policy /v1 URL): the user's, or ones this run starts and stops."""
+def _endpoints(cfg: RolloutConfig, log_dir: Path) -> Iterator[tuple[Otlp, str]]:
+    """(where the spans go, policy /v1 URL): the user's, or ones this run starts and stops."""
     with contextlib.ExitStack() as stack:
-        otlp = cfg.otlp or stack.enter_context(embedded_collector(cfg.data))
+        otlp = (Otlp(cfg.otlp, otlp_protocol(cfg.otlp, cfg.otlp_protocol)) if cfg.otlp
+                else stack.enter_context(embedded_collector(cfg.data)))
         policy = cfg.policy_url
         if policy is None:
             assert cfg.model is not None  # RolloutConfig guarantees one of the two
             policy = stack.enter_context(started_server(cfg.data, cfg.model, otlp, cfg.temperature,
-                                                        log_dir / "serve.log"))
+                                                        cfg.served_model_names, log_dir / "serve.log"))
         yield otlp, policy
 
 
 def resolve_run_id(cfg: RolloutConfig) -> str:
+    """``--run-id``, else a hash of the tasks' content, the agent command and the policy: its URL and
+    adapter (``--adapter-id``, else asked from the server), or the started server's model, served
+    names, temperature and adapter."""
     if cfg.run_id:
         return cfg.run_id
-    if cfg.adapter_id:
-        return derive_run_id(cfg.tasks, cfg.adapter_id)
     if cfg.policy_url is None:  # the server we start serves adapters/LATEST of this data root
-        return derive_run_id(cfg.tasks, f"{cfg.model}:{latest_adapter(cfg.data) or 'base'}")
-    return derive_run_id(cfg.tasks, policy_id(cfg.policy_url))
+        policy = json.dumps({"model": str(cfg.model), "served": cfg.served_model_names, "temperature": cfg.temperature,
+                             "adapter": cfg.adapter_id or latest_adapter(cfg.data) or "base"})
+    else:
+        policy = json.dumps({"url": cfg.policy_url.rstrip("/"), "adapter": cfg.adapter_id or policy_id(cfg.policy_url)})
+    return derive_run_id(cfg.tasks, policy, cfg.command)
 
 
 def run_rollouts(cfg: RolloutConfig, on_plan: Callable[[int], None] | None = None,
@@ -79,18 +117,25 @@ def run_rollouts(cfg: RolloutConfig, on_plan: Callable[[int], None] | None = Non
     log = RunLog(cfg.data, run_id)
     plan = plan_run(log, tasks, cfg.n, cfg.retries, cfg.retry_failed)
     summary = RunSummary(run_id, len(tasks), cfg.n, plan.done_ok, plan.done_failed, run_dir=log.dir)
-    log.write_run({"run_id": run_id, "tasks": str(cfg.tasks), "n": cfg.n, "command": cfg.command,
-                   "policy_url": cfg.policy_url, "model": cfg.model, "updated": datetime.now(UTC).isoformat()})
+    info = {"run_id": run_id, "tasks": str(cfg.tasks), "n": cfg.n, "command": cfg.command,
+            "policy_url": cfg.policy_url, "model": cfg.model, "served_model_names": cfg.served_model_names,
+            "updated": datetime.now(UTC).isoformat()}
+    log.write_run(info)
     if on_plan:
         on_plan(len(plan.todo))
     if plan.todo:
         with _endpoints(cfg, log.dir) as (otlp, policy):
+            summary.otlp, summary.otlp_protocol = otlp.endpoint, otlp.protocol
+            summary.spans_checked = otlp.counts is not None
             asyncio.run(_run_all(cfg, log, plan.todo, otlp, policy, summary, on_done))
+        if otlp.counts is not None:  # the collector has stopped: every span that arrived is counted
+            summary.agent_spans = {rid: otlp.counts.get(rid) for rid in summary.agent_spans}
     summary.identical_groups = identical_groups(log, tasks)
+    log.write_run({**info, "updated": datetime.now(UTC).isoformat(), "last_invocation": summary.as_dict()})
     return summary
 
 
-async def _run_all(cfg: RolloutConfig, log: RunLog, todo: list[tuple[Task, int, int]], otlp: str, policy: str,
+async def _run_all(cfg: RolloutConfig, log: RunLog, todo: list[tuple[Task, int, int]], otlp: Otlp, policy: str,
                    summary: RunSummary, on_done: Callable[[Attempt], None] | None) -> None:
     gate = asyncio.Semaphore(cfg.concurrency)
     feedback = cfg.data / "feedback" / f"rollout-{summary.run_id}.jsonl"
@@ -103,6 +148,7 @@ async def _run_all(cfg: RolloutConfig, log: RunLog, todo: list[tuple[Task, int, 
             summary.statuses[att.status] += 1
             if att.status == OK:
                 summary.samples_ok += 1
+                summary.ok_ids.add(att.rollout_id)
                 if cfg.score:
                     await _score(cfg, log, att, feedback, summary)
                 if on_done:
@@ -118,13 +164,16 @@ async def _run_all(cfg: RolloutConfig, log: RunLog, todo: list[tuple[Task, int, 
     await asyncio.gather(*(sample(t, i, a) for t, i, a in todo))
 
 
-async def _one_attempt(cfg: RolloutConfig, log: RunLog, att: Attempt, otlp: str, policy: str,
+async def _one_attempt(cfg: RolloutConfig, log: RunLog, att: Attempt, otlp: Otlp, policy: str,
                        summary: RunSummary) -> None:
     log.start(att)
-    env = agent_env({**os.environ, **cfg.env}, att, otlp, policy)
+    env = agent_env({**os.environ, **cfg.env}, att, otlp.endpoint, policy, otlp.protocol)
     start_ns, end_ns = await run_attempt(att, cfg.command, env, log.log_paths(att.rollout_id), cfg.timeout_s,
                                          cfg.kill_grace_s)
-    error = await asyncio.to_thread(post_spans, otlp, attempt_request(att, summary.run_id, start_ns, end_ns))
+    if otlp.counts is not None:  # the process has exited: whatever its SDK flushed is on disk and counted
+        att.agent_spans = summary.agent_spans[att.rollout_id] = otlp.counts.get(att.rollout_id)
+    error = await asyncio.to_thread(post_spans, otlp.endpoint, attempt_request(att, summary.run_id, start_ns, end_ns),
+                                    protocol=otlp.protocol)
     if error:
         summary.span_errors.append(f"{att.rollout_id}: {error}")
     if att.status != OK or not cfg.score:

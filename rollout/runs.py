@@ -22,10 +22,12 @@ from spanrl.rollout.tasks import Task
 OK, FAILED, TIMEOUT = "ok", "failed", "timeout"
 
 
-def derive_run_id(tasks_file: Path, policy_id: str) -> str:
-    """Default ``--run-id``: the tasks file's bytes and the policy's adapter id, so the same tasks
-    against the same adapter resume, and tomorrow's adapter samples again."""
-    digest = hashlib.sha256(Path(tasks_file).read_bytes() + b"\0" + policy_id.encode()).hexdigest()
+def derive_run_id(tasks_file: Path, policy_id: str, command: list[str] | None = None) -> str:
+    """Default ``--run-id``: the tasks file's bytes, the policy (its URL and adapter, or the served
+    model and adapter) and the agent command, so the same command on the same tasks against the same
+    adapter resumes, while another agent, another server or tomorrow's adapter samples again."""
+    parts = [Path(tasks_file).read_bytes(), policy_id.encode(), json.dumps(command or []).encode()]
+    digest = hashlib.sha256(b"\0".join(parts)).hexdigest()
     return f"run-{digest[:12]}"
 
 
@@ -49,6 +51,7 @@ class Attempt:
     output_sha256: str | None = None
     score: float | None = None
     score_error: str | None = None
+    agent_spans: int | None = None  # spans the agent sent (None: not counted, e.g. an external --otlp)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def end_record(self) -> dict[str, Any]:
@@ -56,7 +59,7 @@ class Attempt:
                 "attempt": self.attempt, "status": self.status, "exit_code": self.exit_code,
                 "duration_s": round(self.duration_s, 3), "stderr_tail": self.stderr_tail or None,
                 "output_sha256": self.output_sha256, "score": self.score, "score_error": self.score_error,
-                "ts": time.time()}
+                "agent_spans": self.agent_spans, "ts": time.time()}
 
 
 class RunLog:

@@ -3,6 +3,11 @@ into the data root (holding its collector lock) and a ``spanrl serve`` on the la
 
 Both are stopped gracefully when the run ends: the collector drains every acknowledged batch into
 its files; the server flushes its own spans.
+
+The embedded collector also counts, per ``spanrl.rollout_id``, the spans it wrote (``SpanCounts``),
+so the runner can say which attempts sent no span at all: an agent that is not instrumented, exports
+to another endpoint or protocol, or uses a console exporter would otherwise be an "ok" rollout that
+never reaches the lake.
 """
 
 from __future__ import annotations
@@ -18,21 +23,83 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from spanrl.errors import InputError
 from spanrl.processes import stop_group
 from spanrl.publish import read_pointer
+from spanrl.rollout.process import otlp_env
+from spanrl.rollout.spans import SCOPE as RUNNER_SCOPE
 
 SERVE_START_TIMEOUT_S = 600.0  # a first `--model demo` converts the GGUF once (minutes on 2 cores)
 _SERVE_READY = re.compile(r"spanrl serve: .* on (http://\S+/v1)")
 
 
+ROLLOUT_KEY = "spanrl.rollout_id"
+
+
+class SpanCounts:
+    """Spans written per ``spanrl.rollout_id`` (resource attribute, as the runner hands it out in
+    ``OTEL_RESOURCE_ATTRIBUTES``, else span attribute), the runner's own ``spanrl.rollout`` spans left
+    out. Fed by the collector's writer thread once a request is on disk and before it is acknowledged,
+    so when an agent's process has exited (its SDK flushed on the way out) its count is final."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def observe(self, signal: str, request: Any) -> None:
+        """One request of the collector (an ``ExportTraceServiceRequest`` for traces)."""
+        if signal != "traces":
+            return
+        found: Counter[str] = Counter()
+        for rs in request.resource_spans:
+            key = _string_attr(rs.resource.attributes, ROLLOUT_KEY)
+            for ss in rs.scope_spans:
+                if ss.scope.name == RUNNER_SCOPE:
+                    continue
+                if key is not None:
+                    found[key] += len(ss.spans)
+                    continue
+                for span in ss.spans:  # no key on the resource: an agent that sets it per span
+                    own = _string_attr(span.attributes, ROLLOUT_KEY)
+                    if own is not None:
+                        found[own] += 1
+        if found:
+            with self._lock:
+                self._counts.update(found)
+
+    def get(self, rollout_id: str) -> int:
+        with self._lock:
+            return self._counts[rollout_id]
+
+
+def _string_attr(attributes: Any, key: str) -> str | None:
+    for kv in attributes:
+        if kv.key == key and kv.value.HasField("string_value"):
+            return kv.value.string_value
+    return None
+
+
+@dataclass
+class Otlp:
+    """Where the agents send their spans, over which protocol, and the span counts when the runner
+    can see them (its embedded collector; None for a user's ``--otlp``)."""
+
+    endpoint: str
+    protocol: str = "http/protobuf"
+    counts: SpanCounts | None = field(default=None)
+
+
 @contextlib.contextmanager
-def embedded_collector(data: Path) -> Iterator[str]:
+def embedded_collector(data: Path) -> Iterator[Otlp]:
     """The embedded receiver on a free loopback port, in a thread of this process; yields its
-    OTLP/HTTP endpoint. A collector already writing ``data`` makes this an InputError."""
+    OTLP/HTTP endpoint with the span counts. A collector already writing ``data`` makes this an
+    InputError."""
     from spanrl.collector import CollectorConfig, EmbeddedCollector
 
     collector = EmbeddedCollector(CollectorConfig(data_root=Path(data), http_port=0, grpc_port=0))
@@ -45,8 +112,11 @@ def embedded_collector(data: Path) -> Iterator[str]:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         raise
+    counts = SpanCounts()
+    assert collector.receiver is not None  # set by start()
+    collector.receiver.observers.append(counts.observe)
     try:
-        yield f"http://127.0.0.1:{ep.http_port}"
+        yield Otlp(f"http://127.0.0.1:{ep.http_port}", "http/protobuf", counts)
     finally:
         asyncio.run_coroutine_threadsafe(collector.stop(), loop).result(120)
         loop.call_soon_threadsafe(loop.stop)
@@ -60,15 +130,19 @@ def latest_adapter(data: Path) -> str | None:
 
 
 @contextlib.contextmanager
-def started_server(data: Path, model: Path, otlp: str, temperature: float | None, log_path: Path) -> Iterator[str]:
+def started_server(data: Path, model: Path, otlp: Otlp, temperature: float | None, served_names: list[str],
+                   log_path: Path) -> Iterator[str]:
     """``spanrl serve --model M --adapter LATEST`` (when there is one) on a free port; yields its /v1 URL.
+    ``served_names``: the names it answers to (``--served-model-name``, e.g. what an agent hard-codes).
     Its own spans (exact token ids) go to the run's collector."""
     cmd = [sys.executable, "-m", "spanrl", "serve", "--model", str(model), "--data", str(data), "--port", "0"]
     if latest_adapter(data):
         cmd += ["--adapter", "LATEST"]
     if temperature is not None:
         cmd += ["--temperature", str(temperature)]
-    env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=otlp)
+    for name in served_names:
+        cmd += ["--served-model-name", name]
+    env = dict(os.environ, **otlp_env(otlp.endpoint, otlp.protocol))
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         start = log.tell()
