@@ -116,7 +116,7 @@ SELECT trace_id, {_span_id('k')} AS span_id, {_span_id(0)} AS parent_span_id,
        NULL::JSON AS tools, 'stop' AS finish_reason, (120 + k)::BIGINT AS input_tokens, 12::BIGINT AS output_tokens,
        NULL::INTEGER[] AS prompt_token_ids, NULL::INTEGER[] AS response_token_ids, NULL::FLOAT[] AS response_logprobs,
        0.7::DOUBLE AS temperature, 'chatcmpl-' || n || '-' || k AS response_id, 'UNSET' AS status_code,
-       0::INTEGER AS restored_messages
+       0::INTEGER AS restored_messages, []::STRUCT(trace_id VARCHAR, span_id VARCHAR)[] AS merged_spans
 FROM r, range(1, 4) s(k)
 """
 

@@ -5,8 +5,14 @@
 -- UNION ALL BY NAME by views.register_conventions. Every row there is an LLM call, content or not
 -- (docs/lake.md, "What counts as an LLM call"). A call seen twice (two instrumentations on one client, a client span
 -- plus the serving engine's span) is ONE row: spans sharing gen_ai.response.id, or a call span whose
--- parent is a call span, form one group; the row comes from the member with messages, preferring
--- the client side and the richest convention; token ids from the best-ranked member that has them.
+-- parent is a call span, form one group in a trace; calls of two instrumentations in different traces
+-- (or unlinked in one) that are the same request are twins and one group too (docs/lake.md, "One call,
+-- one row": same response id, or same process, disjoint instrumentation scopes, overlapping time and
+-- equal content; identical parallel twins are paired in start order; a group joins only when every
+-- pair of its members matches). The row's content comes from the member with messages, preferring the
+-- client side and the richest convention, each missing field (tools, tokens, token ids) from the
+-- others; its place (trace, span) from a member inside an agent tree over a trace-root call span.
+-- merged_spans lists every other member span, so no merge is silent.
 -- agent_name: the nearest span at or above the call that is an agent (invoke_agent /
 -- gen_ai.agent.name, OpenInference AGENT, agent.name, traceloop.span.kind = agent, a LangGraph node).
 WITH RECURSIVE conv AS MATERIALIZED (  -- every registered convention's rows (views.register_conventions)
@@ -17,6 +23,7 @@ members AS (
            c.provider, c.model, c.finish_reason, c.input_tokens, c.output_tokens, c.temperature, c.response_id,
            c.prompt_token_ids AS conv_prompt_ids, c.response_token_ids AS conv_response_ids,
            s.parent_span_id, s.start_ns, s.end_ns, s.service_name, s.kind, s.status_code, s.attributes AS a,
+           coalesce(s.scope_name, '') AS scope_name, hash(s.resource) AS res,
            attr_values(s.attributes, call_attribute_keys()) AS x  -- one parse; read by name (call_attr)
     FROM conv AS c JOIN spans AS s ON s.trace_id = c.trace_id AND s.span_id = c.span_id
 ),
@@ -49,8 +56,85 @@ grouped AS MATERIALIZED (
     JOIN span_keys AS k ON k.trace_id = m.trace_id AND k.span_id = m.span_id
     LEFT JOIN span_keys AS p ON p.trace_id = m.trace_id AND p.span_id = m.parent_span_id
 ),
-group_sizes AS (  -- members per call, on the lean key columns only
-    SELECT trace_id, call_key, count(*) AS n FROM grouped GROUP BY trace_id, call_key
+group_sizes AS MATERIALIZED (  -- per call of a trace, on the lean key columns only: members, time, where
+    SELECT trace_id, call_key, count(*) AS n, min(start_ns) AS s, max(end_ns) AS e,
+           coalesce(any_value(service_name), '') AS svc, min(scope_name) AS scope_lo, max(scope_name) AS scope_hi,
+           any_value(rid) AS rid
+    FROM grouped GROUP BY trace_id, call_key
+),
+-- Twins: the same request recorded by two instrumentations whose spans the steps above cannot link
+-- (LangChain runs the client off the OTel context: the client instrumentation's span is a root in a
+-- trace of its own). Only services whose calls carry more than one instrumentation scope, and calls
+-- whose response id another trace's call also has, are looked at: on single-instrumentation traffic
+-- both sets are empty and nothing below costs more than those two small aggregates.
+twin_services AS (
+    SELECT svc FROM group_sizes GROUP BY svc HAVING min(scope_lo) <> max(scope_hi)
+),
+shared_rids AS (
+    SELECT rid FROM group_sizes WHERE rid IS NOT NULL GROUP BY rid HAVING count(*) > 1
+),
+cand AS MATERIALIZED (  -- per such call: what identifies it (its members' evidence)
+    SELECT g.trace_id, g.call_key, any_value(z.s) AS s, any_value(z.e) AS e, any_value(z.svc) AS svc,
+           any_value(g.res) AS res, list_sort(list(DISTINCT g.scope_name)) AS scopes, any_value(g.rid) AS rid,
+           any_value(g.m_model) AS model, any_value(g.m_input_tokens) AS it, any_value(g.m_output_tokens) AS ot,
+           any_value(spanrl_output_fp(g.output_message)) FILTER (WHERE g.output_message IS NOT NULL) AS out_fp,
+           any_value(spanrl_input_fp(g.input_messages))
+               FILTER (WHERE coalesce(json_array_length(g.input_messages), 0) > 0) AS in_fp
+    FROM grouped AS g JOIN group_sizes AS z ON z.trace_id = g.trace_id AND z.call_key = g.call_key
+    WHERE z.svc IN (SELECT svc FROM twin_services) OR z.rid IN (SELECT rid FROM shared_rids)
+    GROUP BY g.trace_id, g.call_key
+),
+pairs AS (  -- candidate twins found by equality (hash joins): same output, same usage, same response id
+    SELECT a.trace_id AS ta, a.call_key AS ka, b.trace_id AS tb, b.call_key AS kb
+    FROM cand AS a JOIN cand AS b ON a.svc = b.svc AND a.res = b.res AND a.out_fp = b.out_fp
+    UNION
+    SELECT a.trace_id, a.call_key, b.trace_id, b.call_key  -- content captured by one instrumentation only
+    FROM cand AS a JOIN cand AS b ON a.svc = b.svc AND a.res = b.res AND a.it = b.it AND a.ot = b.ot
+    WHERE a.out_fp IS NULL AND a.in_fp IS NULL AND (b.out_fp IS NOT NULL OR b.in_fp IS NOT NULL)
+    UNION
+    SELECT a.trace_id, a.call_key, b.trace_id, b.call_key FROM cand AS a JOIN cand AS b ON a.rid = b.rid
+),
+edges AS (  -- each twin pair once (ta, ka before tb, kb), checked: overlapping in time, nothing differs
+    SELECT least_key.*
+    FROM (SELECT CASE WHEN (p.ta, p.ka) < (p.tb, p.kb) THEN p.ta ELSE p.tb END AS ta,
+                 CASE WHEN (p.ta, p.ka) < (p.tb, p.kb) THEN p.ka ELSE p.kb END AS ka,
+                 CASE WHEN (p.ta, p.ka) < (p.tb, p.kb) THEN p.tb ELSE p.ta END AS tb,
+                 CASE WHEN (p.ta, p.ka) < (p.tb, p.kb) THEN p.kb ELSE p.ka END AS kb
+          FROM pairs AS p
+          JOIN cand AS a ON a.trace_id = p.ta AND a.call_key = p.ka
+          JOIN cand AS b ON b.trace_id = p.tb AND b.call_key = p.kb
+          WHERE (p.ta, p.ka) <> (p.tb, p.kb) AND a.s <= b.e AND b.s <= a.e
+            AND (a.rid = b.rid
+                 OR (a.rid IS NULL OR b.rid IS NULL)
+                    AND a.svc = b.svc AND a.res = b.res AND NOT list_has_any(a.scopes, b.scopes)
+                    AND (a.model IS NULL OR b.model IS NULL OR a.model = b.model)
+                    AND (a.out_fp IS NULL OR b.out_fp IS NULL OR a.out_fp = b.out_fp)
+                    AND (a.in_fp IS NULL OR b.in_fp IS NULL OR a.in_fp = b.in_fp)
+                    AND (a.it IS NULL OR b.it IS NULL OR a.it = b.it)
+                    AND (a.ot IS NULL OR b.ot IS NULL OR a.ot = b.ot))) AS least_key
+    GROUP BY ALL
+),
+links AS (  -- the twin pairs both ways
+    SELECT ta AS t1, ka AS k1, tb AS t2, kb AS k2 FROM edges UNION ALL SELECT tb, kb, ta, ka FROM edges
+),
+reach(t, k, rt, rk) AS (  -- connected sets of twins (tiny: only calls with a twin)
+    SELECT DISTINCT t1, k1, t1, k1 FROM links
+    UNION
+    SELECT r.t, r.k, l.t2, l.k2 FROM reach AS r JOIN links AS l ON l.t1 = r.rt AND l.k1 = r.rk
+),
+slots AS (  -- within a connected set, the n-th call of each instrumentation (by start) pairs with the n-th of the others
+    SELECT r.t, r.k, r.comp || chr(31) || row_number() OVER (PARTITION BY r.comp, c.scopes ORDER BY c.s, r.t, r.k) AS gk
+    FROM (SELECT t, k, min(rt || chr(31) || rk) AS comp FROM reach GROUP BY t, k) AS r
+    JOIN cand AS c ON c.trace_id = r.t AND c.call_key = r.k
+),
+twins AS MATERIALIZED (  -- calls that join a cross-trace group: only groups in which every pair is a twin pair
+    SELECT s.t AS trace_id, s.k AS call_key, s.gk
+    FROM slots AS s
+    JOIN (SELECT gk, count(*) AS n FROM slots GROUP BY gk HAVING count(*) > 1) AS sz USING (gk)
+    JOIN (SELECT x.gk, count(*) AS m FROM edges AS e
+          JOIN slots AS x ON x.t = e.ta AND x.k = e.ka JOIN slots AS y ON y.t = e.tb AND y.k = e.kb
+          WHERE x.gk = y.gk GROUP BY x.gk) AS ed USING (gk)
+    WHERE ed.m = sz.n * (sz.n - 1) / 2
 ),
 single AS (  -- the common case, a call captured once: its member's row as it is (no aggregation of wide rows)
     SELECT g.trace_id, g.span_id, g.parent_span_id, g.start_ns, g.end_ns, g.service_name, g.convention,
@@ -59,17 +143,30 @@ single AS (  -- the common case, a call captured once: its member's row as it is
            coalesce(g.conv_prompt_ids, attr_int_list(g.token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids')) AS prompt_token_ids,
            coalesce(g.conv_response_ids, attr_int_list(g.token_attrs, 'spanrl.response_token_ids', 'response_token_ids')) AS response_token_ids,
            try_cast(json_or_text(json_extract(g.token_attrs, '$."spanrl.response_logprobs"')) AS FLOAT[]) AS response_logprobs,
-           g.m_temperature AS temperature, g.rid AS response_id, g.status_code
+           g.m_temperature AS temperature, g.rid AS response_id, g.status_code,
+           []::STRUCT(trace_id VARCHAR, span_id VARCHAR)[] AS merged_spans
     FROM grouped AS g JOIN group_sizes AS z ON z.trace_id = g.trace_id AND z.call_key = g.call_key
-    WHERE z.n = 1
+    WHERE z.n = 1 AND NOT EXISTS (SELECT 1 FROM twins AS w WHERE w.trace_id = g.trace_id AND w.call_key = g.call_key)
+),
+multi_members AS (  -- members of calls seen twice or more, with the group they form
+    SELECT g.*, coalesce(w.gk, g.trace_id || chr(31) || g.call_key) AS gkey,
+           -- where the row sits: a twin inside a trace's tree over a twin that is its trace's root
+           {'lone': w.gk IS NOT NULL AND coalesce(g.parent_span_id, '') = '', 'rank': g.rank_key} AS place_key
+    FROM grouped AS g
+    JOIN group_sizes AS z ON z.trace_id = g.trace_id AND z.call_key = g.call_key
+    LEFT JOIN twins AS w ON w.trace_id = g.trace_id AND w.call_key = g.call_key
+    WHERE z.n > 1 OR w.gk IS NOT NULL
 ),
 multi AS (  -- a call seen twice or more: the best-ranked member, filled in from the others
-    SELECT trace_id,
-           arg_min(span_id, rank_key) AS span_id,
-           arg_min(parent_span_id, rank_key) AS parent_span_id,
-           arg_min(start_ns, rank_key) AS start_ns,
-           arg_min(end_ns, rank_key) AS end_ns,
-           arg_min(service_name, rank_key) AS service_name,
+    SELECT * EXCLUDE (all_spans),
+           list_filter(all_spans, lambda m: NOT (m.trace_id = trace_id AND m.span_id = span_id)) AS merged_spans
+    FROM (
+    SELECT arg_min(trace_id, place_key) AS trace_id,
+           arg_min(span_id, place_key) AS span_id,
+           arg_min(parent_span_id, place_key) AS parent_span_id,
+           arg_min(start_ns, place_key) AS start_ns,
+           arg_min(end_ns, place_key) AS end_ns,
+           arg_min(service_name, place_key) AS service_name,
            arg_min(convention, rank_key) AS convention,
            coalesce(arg_min(m_provider, rank_key), any_value(m_provider)) AS provider,
            coalesce(arg_min(m_model, rank_key), any_value(m_model)) AS model,
@@ -94,10 +191,10 @@ multi AS (  -- a call seen twice or more: the best-ranked member, filled in from
            coalesce(any_value(m_temperature) FILTER (WHERE token_attrs IS NOT NULL),
                     arg_min(m_temperature, rank_key), any_value(m_temperature)) AS temperature,
            any_value(rid) AS response_id,
-           arg_min(status_code, rank_key) AS status_code
-    FROM grouped AS g
-    WHERE EXISTS (SELECT 1 FROM group_sizes AS z WHERE z.trace_id = g.trace_id AND z.call_key = g.call_key AND z.n > 1)
-    GROUP BY trace_id, call_key
+           arg_min(status_code, rank_key) AS status_code,
+           list(DISTINCT {'trace_id': trace_id, 'span_id': span_id}) AS all_spans
+    FROM multi_members
+    GROUP BY gkey)
 ),
 calls AS MATERIALIZED (  -- one row per call
     SELECT * FROM single UNION ALL BY NAME SELECT * FROM multi
@@ -160,7 +257,8 @@ agents AS (
 SELECT c.trace_id, c.span_id, c.parent_span_id, c.start_ns, c.end_ns, c.service_name, ag.agent_name, c.convention,
        c.provider, c.model, coalesce(r.input_messages, c.input_messages) AS input_messages, c.output_message, c.tools,
        c.finish_reason, c.input_tokens, c.output_tokens, c.prompt_token_ids, c.response_token_ids, c.response_logprobs,
-       c.temperature, c.response_id, c.status_code, coalesce(r.restored_messages, 0)::INTEGER AS restored_messages
+       c.temperature, c.response_id, c.status_code, coalesce(r.restored_messages, 0)::INTEGER AS restored_messages,
+       list_sort(c.merged_spans) AS merged_spans
 FROM calls AS c
 LEFT JOIN agents AS ag ON ag.trace_id = c.trace_id AND ag.call_span_id = c.span_id
 LEFT JOIN restored AS r ON r.trace_id = c.trace_id AND r.span_id = c.span_id

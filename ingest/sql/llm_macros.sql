@@ -289,3 +289,16 @@ CREATE OR REPLACE MACRO restore_here(msgs, src_of, i) AS
     AND NOT coalesce(i > 1 AND json_extract_string(msgs[i - 1], '$.role') = 'tool'
                      AND src_of[json_extract_string(msgs[i - 1], '$.tool_call_id')].src
                          = src_of[json_extract_string(msgs[i], '$.tool_call_id')].src, false);
+
+-- Cross-trace twins (llm_calls.sql): what identifies a call's content whatever convention rendered
+-- it. A message's text (a string, or its text parts joined); the output fingerprint: that text plus
+-- each tool call's name and arguments (JSON minified, so `{"a": 1}` and `{"a":1}` are one); the input
+-- fingerprint: the last prompt message's role and text (conventions differ in where they put the
+-- system prompt and in restored messages, never in the message a request ends with).
+CREATE OR REPLACE MACRO spanrl_msg_text(m) AS CASE WHEN json_type(m, '$.content') = 'ARRAY'
+    THEN array_to_string(json_extract_string(m, '$.content[*].text'), '') ELSE coalesce(json_extract_string(m, '$.content'), '') END;
+CREATE OR REPLACE MACRO spanrl_output_fp(m) AS md5(spanrl_msg_text(m) || chr(31) || coalesce(array_to_string(list_transform(
+    json_extract(m, '$.tool_calls[*].function'),
+    lambda f: coalesce(f->>'name', '') || chr(30) || coalesce(try(json(f->>'arguments')), f->>'arguments', '')), chr(29)), ''));
+CREATE OR REPLACE MACRO spanrl_input_fp(msgs) AS
+    md5(coalesce(json_extract_string(msgs, '$[#-1].role'), '') || chr(31) || spanrl_msg_text(json_extract(msgs, '$[#-1]')));

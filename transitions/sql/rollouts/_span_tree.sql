@@ -5,6 +5,9 @@
 -- the key of its nearest keyed ancestor-or-self, so one trace may hold several rollouts (episodes
 -- under one eval span). Spans above every key join the trace's key when it has exactly one, else
 -- the trace id; a trace without keys is one rollout named by its trace id. Rollouts may span traces.
+-- One tree across instrumentations: a keyless trace whose every LLM-call span llm_calls merged into a
+-- call that sits in another trace (llm_calls.merged_spans: a client instrumentation's root span in a
+-- trace of its own, docs/lake.md "One call, one row") joins the rollout of that call.
 -- Tree repair (Agent Lightning's rule): a span whose parent never arrived is re-attached under the
 -- span of the same trace that encloses it most tightly in time (a strictly larger span, or an equal
 -- one with a smaller id, so repairs cannot form cycles); with none it stays unanchored (a root that
@@ -65,10 +68,27 @@ walk(trace_id, span_id, order_path, depth, inherited) AS (
            coalesce(c.own_key, w.inherited)
     FROM tree c JOIN walk w ON c.trace_id = w.trace_id AND c.tree_parent = w.span_id
     WHERE w.depth < 200
+),
+base AS (
+    SELECT coalesce(w.inherited, t.own_key, t.only_key, t.trace_id) AS rollout_id,
+           t.trace_id, t.span_id, t.tree_parent AS parent_span_id, t.start_ns, t.end_ns, t.status_code,
+           t.source_file, t.orphan, t.repaired, t.is_root,
+           t.is_root OR t.tree_parent IS NOT NULL OR t.own_key IS NOT NULL AS anchored,
+           coalesce(w.order_path, [t.sort_key]) AS order_path
+    FROM tree t LEFT JOIN walk w USING (trace_id, span_id)
+),
+merged AS (  -- call spans merged into a call of another trace: (their trace, the call that holds them)
+    SELECT * FROM (SELECT trace_id, span_id, unnest(merged_spans).trace_id AS from_trace
+                   FROM llm_calls WHERE len(merged_spans) > 0)
+    WHERE from_trace <> trace_id
+),
+moved AS (  -- keyless traces with no call row of their own: the rollout of the call that holds theirs
+    SELECT m.from_trace AS trace_id, min(b.rollout_id) AS rollout_id
+    FROM merged m
+    JOIN base b ON b.trace_id = m.trace_id AND b.span_id = m.span_id
+    JOIN kinds k ON k.trace_id = m.from_trace AND k.kind IS NULL
+    WHERE NOT EXISTS (SELECT 1 FROM llm_calls c WHERE c.trace_id = m.from_trace)
+    GROUP BY m.from_trace
 )
-SELECT coalesce(w.inherited, t.own_key, t.only_key, t.trace_id) AS rollout_id,
-       t.trace_id, t.span_id, t.tree_parent AS parent_span_id, t.start_ns, t.end_ns, t.status_code,
-       t.source_file, t.orphan, t.repaired, t.is_root,
-       t.is_root OR t.tree_parent IS NOT NULL OR t.own_key IS NOT NULL AS anchored,
-       coalesce(w.order_path, [t.sort_key]) AS order_path
-FROM tree t LEFT JOIN walk w USING (trace_id, span_id)
+SELECT coalesce(mv.rollout_id, b.rollout_id) AS rollout_id, b.* EXCLUDE (rollout_id)
+FROM base b LEFT JOIN moved mv USING (trace_id)
