@@ -51,6 +51,10 @@ def collector(data: Path, embedded: bool, host: str, http_port: int, grpc_port: 
     """
     from spanrl.collector.otelcol import find_config, find_otelcol, otelcol_env, run_otelcol
 
+    if not discard:
+        from spanrl.options import new_data_root
+
+        new_data_root(data)  # the data root's own folder, never a tree a typo made up
     binary = None if embedded or discard else find_otelcol()
     if binary is not None:
         if token or fsync:

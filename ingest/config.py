@@ -133,14 +133,20 @@ def check_memory_limit(value: str) -> None:
 
     from spanrl.sqlfiles import sql_literal
 
+    if str(value).strip().startswith("-"):  # DuckDB reads a negative size as "no limit" (16383.9 PiB)
+        raise InputError(f"--memory-limit {value!r}: a memory size cannot be negative; write it like 2GB, 512MB or 80%")
     con = duckdb.connect()
     try:
         con.execute(f"SET memory_limit = {sql_literal(str(value))}")
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
     except (duckdb.Error, InputError) as exc:
         raise InputError(f"--memory-limit {value!r}: not a memory size DuckDB accepts ({str(exc).splitlines()[0]}); "
                          "write it like 2GB, 512MB or 80%") from None
     finally:
         con.close()
+    if limit.endswith("bytes") or limit.split()[0] in ("0", "0.0"):
+        raise InputError(f"--memory-limit {value!r}: {limit} is too little for DuckDB to run a query; "
+                         "give at least some MB, e.g. 512MB")
 
 
 def make_ingest_config(**flags: Any) -> IngestConfig:

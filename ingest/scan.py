@@ -29,6 +29,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from spanrl.errors import InputError
 from spanrl.sqlfiles import sql_literal
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -105,6 +106,9 @@ def list_input_files(data: Path, pattern: str | None) -> list[Path]:
         anchor = Path(base.anchor) if base.is_absolute() else Path(".")
         rel = str(base.relative_to(anchor)) if base.is_absolute() else pattern
         paths = sorted(p for p in anchor.glob(rel) if p.is_file())
+        if not paths:
+            raise InputError(f"--input {pattern}: matches no file; check the path or glob (quote a glob, "
+                             "e.g. --input 'spans/*.jsonl', so the shell does not expand it)")
     out = []
     for p in paths:
         try:

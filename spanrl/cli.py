@@ -91,6 +91,9 @@ def ingest(data: Path, settle: str | None, **flags) -> None:
     Example:
       spanrl ingest --data ./spanrl-data --settle 0s
     """
+    from spanrl.options import existing_data_root, new_data_root
+
+    (existing_data_root if flags.get("input") is None else new_data_root)(data)  # spans come from DATA/otel, or --input
     cfg = make_config(data, settle, **flags)
     from spanrl.ingest.load import lake_lock, load_lake_with_progress
 

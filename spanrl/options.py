@@ -23,6 +23,29 @@ def resolve_data_root(value: str | os.PathLike[str] | None) -> Path:
     return Path(os.environ.get("SPANRL_DATA") or DEFAULT_DATA)
 
 
+def existing_data_root(data: Path) -> Path:
+    """A command that reads a data root (or adds to one) refuses a missing one rather than create an
+    empty tree where a typo pointed."""
+    if not data.is_dir():
+        raise InputError(f"{data}: no such data root; pass --data DIR (the folder `spanrl collector` or "
+                         "`spanrl rollout` writes spans to), or set $SPANRL_DATA")
+    return data
+
+
+def new_data_root(data: Path) -> Path:
+    """A command that starts a data root (the collector, ``ingest --input``) creates its folder, and only
+    that: a missing parent is a typo as often as not, so it is named instead of created."""
+    if data.is_dir():
+        return data
+    if data.exists():
+        raise InputError(f"{data}: exists and is not a folder; pass --data DIR")
+    if not data.parent.is_dir():
+        raise InputError(f"{data}: its parent folder {data.parent} does not exist; create it first "
+                         f"(mkdir -p {data.parent}) or fix --data: spanrl creates only the data root's own folder")
+    data.mkdir()
+    return data
+
+
 def data_option(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--data DIR``: the data root; resolved to a Path (never None) before the command runs."""
     return click.option(

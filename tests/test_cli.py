@@ -47,3 +47,45 @@ def test_python_m_spanrl() -> None:
 def test_sql_help_does_not_import_torch() -> None:
     code = "import sys; from spanrl.cli import cli; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("args", [
+    ["ingest"], ["transitions", "build"], ["transitions", "clean", "--keep", "2"],
+], ids=lambda a: " ".join(a))
+def test_a_missing_data_root_is_refused_not_created(tmp_path, args: list[str]) -> None:
+    """A typo in --data must not leave an empty tree behind and report success (issue 25)."""
+    root = tmp_path / "typo" / "data"
+    result = CliRunner().invoke(cli, [*args, "--data", str(root)])
+    assert result.exit_code == 2, result.output
+    assert "no such data root" in result.output and not (tmp_path / "typo").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["ingest", "--input", "{tmp}/spans.jsonl", "--no-transitions"],
+    ["collector", "--embedded", "--http-port", "0", "--grpc-port", "0"],
+], ids=lambda a: a[0])
+def test_a_creating_command_makes_only_the_last_folder(tmp_path, args: list[str]) -> None:
+    (tmp_path / "spans.jsonl").write_text("{}\n")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    result = CliRunner().invoke(cli, [*args, "--data", str(tmp_path / "a" / "b")])
+    assert result.exit_code == 2, result.output
+    assert "its parent folder" in result.output and not (tmp_path / "a").exists()
+    if args[0] == "ingest":  # with its parent there, the root's own folder is made
+        result = CliRunner().invoke(cli, [*args, "--data", str(tmp_path / "new")])
+        assert result.exit_code == 0, result.output
+        assert (tmp_path / "new" / "lake").is_dir()
+
+
+def test_an_input_that_matches_nothing_is_an_error(tmp_path) -> None:
+    (tmp_path / "data").mkdir()
+    result = CliRunner().invoke(cli, ["ingest", "--data", str(tmp_path / "data"), "--input",
+                                      str(tmp_path / "missing*.jsonl")])
+    assert result.exit_code == 2, result.output
+    assert "matches no file" in result.output
+
+
+@pytest.mark.parametrize("value", ["-5GB", "0GB", "1KB", "lots"])
+def test_a_memory_limit_that_cannot_work_is_refused(tmp_path, value: str) -> None:
+    result = CliRunner().invoke(cli, ["sql", "--data", str(tmp_path), "--memory-limit", value, "select 1"])
+    assert result.exit_code == 2, result.output
+    assert "--memory-limit" in result.output

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from spanrl.ingest.config import ADVANTAGE_CHOICES, CREDIT_CHOICES, make_ingest_config
-from spanrl.options import data_option, parse_duration, print_cleanup
+from spanrl.options import data_option, existing_data_root, parse_duration, print_cleanup
 
 
 def stage2_options(func):
@@ -65,7 +65,7 @@ def transitions_build(data: Path, settle: str | None, **flags) -> None:
     from spanrl.ingest.load import lake_lock
     from spanrl.transitions.build import build_transitions, print_summary
 
-    cfg = make_config(data, settle, **flags)
+    cfg = make_config(existing_data_root(data), settle, **flags)
     click.echo(describe_config_file(cfg), err=True)
     with lake_lock(cfg.data / "lake"):  # the builder takes it again (re-entrant)
         for line in finish_interrupted(cfg.data / "lake"):  # a compaction cut short: no rows read twice
@@ -91,4 +91,4 @@ def transitions_clean(data: Path, keep: int, dry_run: bool) -> None:
     """
     from spanrl.transitions.retention import clean_snapshots
 
-    print_cleanup("snapshots", clean_snapshots(data, keep, dry_run=dry_run))
+    print_cleanup("snapshots", clean_snapshots(existing_data_root(data), keep, dry_run=dry_run))
