@@ -19,7 +19,9 @@ from spanrl.options import data_option
 @click.option("--adapter", default=None, help="Adapter folder or LATEST (hot-reloads when DATA/adapters/LATEST changes).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Bind address.")
 @click.option("--port", default=8000, show_default=True, type=int, help="Port (0 picks a free one; the URL is printed).")
-@click.option("--served-model-name", default=None, help="Model name in the API (default: the model folder name).")
+@click.option("--served-model-name", "served_model_names", multiple=True, metavar="NAME",
+              help="Model name in the API (default: the model folder name); repeat it for aliases, e.g. the name "
+                   "an agent hard-codes (gpt-4o-mini). The first is the server's own; /v1/models lists them all.")
 @click.option("--max-batch", default=16, show_default=True, type=int, help="Most rows (choices) per generate call.")
 @click.option("--batch-wait-ms", default=10.0, show_default=True, type=float,
               help="How long a request waits for others to batch with.")
@@ -38,7 +40,7 @@ from spanrl.options import data_option
               help="Require 'Authorization: Bearer TOKEN' on every route but /health (env SPANRL_SERVE_TOKEN).")
 @click.option("--allow-any-adapter-path", is_flag=True, default=False,
               help="Let POST /v1/load_lora_adapter load folders outside DATA/adapters (default: refused, 403).")
-def serve(data: Path, model: Path, adapter: str | None, host: str, port: int, served_model_name: str | None,
+def serve(data: Path, model: Path, adapter: str | None, host: str, port: int, served_model_names: tuple[str, ...],
           max_batch: int, batch_wait_ms: float, max_tokens: int, device: str, threads: int | None,
           continuous_batching: bool, otlp_endpoint: str | None,
           capture_messages: bool, temperature: float | None, token: str | None, allow_any_adapter_path: bool) -> None:
@@ -58,7 +60,8 @@ def serve(data: Path, model: Path, adapter: str | None, host: str, port: int, se
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     config = ServeConfig(model=model, data=data, adapter=adapter, host=host, port=port,
-                         served_model_name=served_model_name, max_batch=max_batch, batch_wait_ms=batch_wait_ms,
+                         served_model_name=served_model_names[0] if served_model_names else None,
+                         served_model_aliases=tuple(served_model_names[1:]), max_batch=max_batch, batch_wait_ms=batch_wait_ms,
                          max_tokens=max_tokens, device=device, threads=threads,
                          continuous_batching=continuous_batching, otlp_endpoint=otlp_endpoint,
                          capture_messages=capture_messages, temperature=temperature, token=token or None,

@@ -59,6 +59,9 @@ class ServeConfig:
     host: str = field(default="127.0.0.1", metadata={"help": "Bind address."})
     port: int = field(default=8000, metadata={"help": "Port (0 picks a free one; the chosen URL is printed)."})
     served_model_name: str | None = field(default=None, metadata={"help": "Model name in the API (default: folder name)."})
+    served_model_aliases: tuple[str, ...] = field(default=(), metadata={
+        "help": "More names the base model answers to (vLLM's extra --served-model-name values), e.g. the "
+                "model an agent hard-codes; listed in /v1/models."})
     max_batch: int = field(default=16, metadata={"help": "Most rows (choices) in one generate call."})
     batch_wait_ms: float = field(default=10.0, metadata={"help": "How long the first request waits for others to batch with."})
     max_tokens: int = field(default=256, metadata={"help": "Default max_tokens when a request gives none."})
@@ -83,6 +86,9 @@ class ServeConfig:
             raise InputError(f"--max-tokens must be at least 1, got {self.max_tokens}")
         if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
             raise InputError(f"--temperature must be in [0, 2], got {self.temperature}")
+        self.served_model_aliases = tuple(self.served_model_aliases)
+        if any(not name.strip() for name in (self.served_model_name, *self.served_model_aliases) if name is not None):
+            raise InputError("--served-model-name is empty; give the name clients send as `model`")
 
 
 # --------------------------------------------------------------------------- the server
@@ -93,6 +99,7 @@ class ChatServer:
         self.config = config
         self.model_path = _resolve_model(config)
         self.name = config.served_model_name or self.model_path.name
+        self.aliases = [a for a in dict.fromkeys(config.served_model_aliases) if a != self.name]
         self.engine = Engine(self.model_path, config.device, config.threads)
         self.watcher = _make_watcher(self.engine, config)
         self.batcher = Batcher(self.engine, self.watcher, config.max_batch, config.batch_wait_ms / 1000.0,
@@ -134,7 +141,8 @@ class ChatServer:
 
     async def models(self, _request: web.Request) -> web.Response:
         created = int(self.started)
-        data = [{"id": self.name, "object": "model", "created": created, "owned_by": "spanrl", "root": str(self.model_path)}]
+        data = [{"id": name, "object": "model", "created": created, "owned_by": "spanrl", "root": str(self.model_path)}
+                for name in (self.name, *self.aliases)]  # every name the base model answers to, as vLLM lists them
         data += [{"id": a, "object": "model", "created": created, "owned_by": "spanrl", "parent": self.name}
                  for a in sorted(self.engine.loaded)]
         return web.json_response({"object": "list", "data": data})
@@ -211,10 +219,12 @@ class ChatServer:
         """The API ``model`` field picks a named adapter (vLLM style); anything naming us -> default."""
         if model in self.engine.loaded and model != self.watcher.current:
             return model
-        if model in {self.name, str(self.config.model), str(self.model_path), "default"} or model == self.watcher.current:
+        if (model in {self.name, *self.aliases, str(self.config.model), str(self.model_path), "default"}
+                or model == self.watcher.current):
             return DEFAULT
-        names = [self.name, *sorted(self.engine.loaded)]
-        raise ApiError(f"The model `{model}` does not exist; this server serves {names}.", 404, "model")
+        names = [self.name, *self.aliases, *sorted(self.engine.loaded)]
+        raise ApiError(f"The model `{model}` does not exist; this server serves {names}. An agent that hard-codes "
+                       f"its model name: start the server with --served-model-name {model} (repeatable).", 404, "model")
 
     def _prompt(self, messages: list[dict[str, Any]], tools: Any, params: SamplingParams) -> list[int]:
         try:

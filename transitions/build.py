@@ -289,7 +289,7 @@ def _snapshot(cfg: IngestConfig, state: dict[str, Any], config: dict[str, Any], 
         con.execute("SET enable_progress_bar = false")
         register_build_views(con, data, state)
         create_rollout_advantages(con, cfg.advantage, EPS)
-        stats = collect_stats(con, plan)
+        stats = collect_stats(con, plan, cfg.settle_s, state)
         latest = latest_manifest(data)
         stats["config_changed"] = changed_row_config(latest, config)
         n_rows = stats["rows"]

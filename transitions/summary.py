@@ -27,9 +27,11 @@ class BuildResult:
 
 
 
-def collect_stats(con: duckdb.DuckDBPyConnection, plan: Plan) -> dict[str, Any]:
+def collect_stats(con: duckdb.DuckDBPyConnection, plan: Plan, settle_s: float | None = None,
+                  state: dict[str, Any] | None = None) -> dict[str, Any]:
     """``con`` has views over the whole build: rollouts, rewards, _traces, _feedback_detail,
-    coverage, llm_calls and the snapshot's ``_digests`` / ``_rollout_rewards``."""
+    coverage, llm_calls and the snapshot's ``_digests`` / ``_rollout_rewards``; ``settle_s`` and the
+    build ``state`` (its lake clock) say why rollouts still wait (``waiting_stats``)."""
     one = lambda sql: con.execute(sql).fetchall()[0]  # noqa: E731
     pairs = lambda sql: {str(k): v for k, v in con.execute(sql).fetchall()}  # noqa: E731
     r = one("""SELECT count(*), count(*) FILTER (WHERE complete), count(*) FILTER (WHERE NOT complete),
@@ -67,7 +69,39 @@ def collect_stats(con: duckdb.DuckDBPyConnection, plan: Plan) -> dict[str, Any]:
         "content_coverage": content_coverage(con),
         "advantage": advantage_stats(con),
         "stage2": plan_stats(plan),
+        **waiting_stats(con, settle_s, state),
     }
+
+
+def waiting_stats(con: duckdb.DuckDBPyConnection, settle_s: float | None,
+                  state: dict[str, Any] | None) -> dict[str, Any]:
+    """Why rollouts are not complete, so a build without a snapshot can say so: waiting for the
+    settle window (until ``settles_at_ns``: the newest of them ends plus ``--settle``; the lake's
+    clock, its newest span end or ingest time, must pass it), or holding a span whose parent never
+    arrived (unanchored: no waiting helps). A rollout whose quiet time has passed is incomplete only
+    for the second reason; one with an orphan span not re-attached is counted there too. Also the
+    complete rollouts without any LLM call (no transitions from them)."""
+    clocks = [v[2] for v in ((state or {}).get("lake") or {}).values() if len(v) > 2 and v[2] is not None]
+    now_ns = max(clocks, default=None)
+    settle_ns = int((settle_s if settle_s is not None else 600.0) * 1e9)
+    row = con.execute("""
+        WITH incomplete AS (SELECT rollout_id, ended_ns, trace_ids FROM rollouts WHERE NOT complete),
+        orphaned AS (
+            SELECT DISTINCT i.rollout_id
+            FROM (SELECT rollout_id, unnest(trace_ids) AS trace_id FROM incomplete) i JOIN _traces t USING (trace_id)
+            WHERE t.orphan_spans > t.orphans_reattached
+        ),
+        why AS (
+            SELECT i.ended_ns, o.rollout_id IS NOT NULL OR ($now IS NOT NULL AND i.ended_ns + $settle <= $now)
+                       AS unanchored
+            FROM incomplete i LEFT JOIN orphaned o USING (rollout_id)
+        )
+        SELECT count(*) FILTER (WHERE NOT unanchored), max(ended_ns) FILTER (WHERE NOT unanchored) + $settle,
+               count(*) FILTER (WHERE unanchored),
+               (SELECT count(*) FROM rollouts WHERE complete AND n_llm_calls = 0)
+        FROM why""", {"now": now_ns, "settle": settle_ns}).fetchall()[0]
+    return {"rollouts_settling": row[0], "settles_at_ns": row[1], "rollouts_unanchored": row[2],
+            "rollouts_complete_without_llm_calls": row[3], "settle_s": settle_ns / 1e9, "lake_clock_ns": now_ns}
 
 
 def plan_stats(plan: Plan) -> dict[str, Any]:
@@ -168,6 +202,47 @@ def print_summary(result: BuildResult) -> None:
     verdict = {"written": f"written {result.path}", "unchanged": f"unchanged (LATEST = {result.snapshot_id})",
                "empty": "none written: no complete rollout with transitions yet"}[result.status]
     console.print(f"snapshot: {verdict}", soft_wrap=True, highlight=False)
+    if result.status != "written":
+        for line in why_no_snapshot(s, empty=result.status == "empty"):
+            console.print(f"  {line}", soft_wrap=True, highlight=False, markup=False)
+
+
+def why_no_snapshot(s: dict[str, Any], empty: bool = True) -> list[str]:
+    """What keeps rollouts out of the snapshot, each with what to do (``waiting_stats``' counts);
+    ``empty``: no snapshot has rows (else LATEST is unchanged and only the waiting ones are named)."""
+    from datetime import UTC, datetime
+
+    lines = []
+    if s.get("rollouts_settling"):
+        at = datetime.fromtimestamp(s["settles_at_ns"] / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        lines.append(f"{s['rollouts_settling']} rollout(s) wait for the settle window (--settle "
+                     f"{_duration(s.get('settle_s', 600.0))}, quiet time after a rollout's last span): the newest "
+                     f"settles at {at}, counted by the lake's clock (its newest span or ingest time), so at the "
+                     "first ingest of newer spans after that; --settle 0s takes them now. Rollouts run by "
+                     "`spanrl rollout` do not wait: its span marks when each attempt ended.")
+    if s.get("rollouts_unanchored"):
+        lines.append(f"{s['rollouts_unanchored']} rollout(s) are incomplete because spans are unanchored (their "
+                     "parent span never arrived and none encloses them): they complete when it arrives; check "
+                     "that the agent flushes every span before it exits.")
+    if empty and s.get("rollouts_without_reward"):
+        lines.append(f"{s['rollouts_without_reward']} complete rollout(s) have no reward and --missing-reward drop "
+                     "(the default) leaves them out: score them (`spanrl rollout --score CMD`, files in "
+                     "DATA/feedback/, --reward-key ATTR) or pass --missing-reward zero.")
+    if empty and s.get("rollouts_complete_without_llm_calls"):
+        lines.append(f"{s['rollouts_complete_without_llm_calls']} complete rollout(s) hold no LLM call (no "
+                     "llm_calls row): is the agent's LLM client instrumented? (`spanrl sql \"select * from "
+                     "coverage\"`)")
+    if not lines and not s.get("rollouts_seen"):
+        lines.append("the lake holds no rollout yet: send spans to the collector, then `spanrl ingest`")
+    return lines
+
+
+def _duration(seconds: float) -> str:
+    """600 -> ``10m``, as --settle is written."""
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
 
 
 def _pairs(d: dict[str, Any]) -> str:
