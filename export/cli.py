@@ -8,7 +8,7 @@ import click
 
 from spanrl.options import data_option
 
-_FORMATS = ["trl-sft", "trl-kto", "trl-dpo", "openai-ft", "triplets"]
+_FORMATS = ["trl-sft", "trl-kto", "trl-dpo", "openai-ft", "triplets", "parquet"]
 
 
 @click.command()
@@ -33,7 +33,8 @@ def export(data: Path, snapshot: str, fmt: str, out: Path, file_type: str | None
     """Write a transition snapshot as a dataset other trainers load directly.
 
     trl-sft / trl-kto / trl-dpo: TRL's conversational datasets (Parquet, or JSONL); openai-ft: OpenAI's
-    chat fine-tuning JSONL; triplets: Agent Lightning-style token-id triplets for verl-style trainers.
+    chat fine-tuning JSONL; triplets: Agent Lightning-style token-id triplets for verl-style trainers;
+    parquet: the snapshot itself as one flat file, every column filled (readable without spanrl).
     A README.md dataset card says where each column came from and what was left out.
 
     \b

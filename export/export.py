@@ -10,6 +10,7 @@ leaves nothing half written.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from dataclasses import asdict
@@ -69,7 +70,17 @@ def _rendered(cfg: ExportConfig, table: pa.Table, con: duckdb.DuckDBPyConnection
     return pa.Table.from_pylist(render_rows(text_rows.to_pylist(), tokenizer), schema=RENDERED_SCHEMA)
 
 
-def _copy(con: duckdb.DuckDBPyConnection, fmt: Format, file_type: str, path: Path) -> None:
+def _footer(manifest: dict) -> str:
+    """The snapshot's identity as Parquet key-value metadata (a DuckDB struct literal of strings)."""
+    config = manifest.get("config") or {}
+    values = {"spanrl.snapshot_id": manifest.get("snapshot_id"), "spanrl.content_hash": manifest.get("content_hash"),
+              "spanrl.schema_version": manifest.get("schema_version"),
+              "spanrl.config": json.dumps({k: config.get(k) for k in ("credit", "gamma", "advantage") if k in config},
+                                          sort_keys=True)}
+    return "{" + ", ".join(f"{sql_literal(k)}: {sql_literal(str(v))}" for k, v in values.items() if v is not None) + "}"
+
+
+def _copy(con: duckdb.DuckDBPyConnection, fmt: Format, file_type: str, path: Path, manifest: dict) -> None:
     """Write the kept rows: DuckDB's COPY, or (one-JSON-per-line formats) that column as the line."""
     if fmt.line_column:
         cursor = con.execute(f'SELECT CAST("{fmt.line_column}" AS VARCHAR) FROM _export_rows '
@@ -79,6 +90,8 @@ def _copy(con: duckdb.DuckDBPyConnection, fmt: Format, file_type: str, path: Pat
                 fh.write("".join(line + "\n" for (line,) in batch))
         return
     options = "FORMAT parquet, COMPRESSION zstd" if file_type == "parquet" else "FORMAT json"
+    if fmt.metadata and file_type == "parquet":
+        options += f", KV_METADATA {_footer(manifest)}"
     con.execute(f"COPY (SELECT * EXCLUDE (drop_reason) FROM _export_rows WHERE drop_reason IS NULL) "
                 f"TO {sql_literal(path)} ({options})")
 
@@ -105,7 +118,7 @@ def export_snapshot(cfg: ExportConfig) -> ExportResult:
     out = cfg.out.resolve()
     with draft_folder(out.parent, f"{out.name}-{os.getpid()}") as tmp:
         data_file = tmp / f"train.{cfg.file_type}"
-        _copy(con, fmt, cfg.file_type, data_file)
+        _copy(con, fmt, cfg.file_type, data_file, manifest)
         types = con.execute("SELECT column_name, column_type FROM (DESCRIBE _export_rows)").fetchall()
         result = ExportResult(out=out, file=out / data_file.name, snapshot_id=manifest["snapshot_id"],
                               rows_in=table.num_rows, rows_out=rows_out, left_out=counts,

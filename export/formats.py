@@ -28,6 +28,7 @@ class Format:
     consumer: str  # how to load it (markdown for the card; {out} is the export folder)
     line_column: str | None = None  # JSONL only: each row is this one JSON column, written as the line
     params: tuple[str, ...] = field(default=("reward_column",))
+    metadata: bool = False  # write the snapshot's identity (content hash, id, credit) into the Parquet footer
 
 
 _LOAD = 'from datasets import load_dataset\nds = load_dataset("{out}", split="train")'
@@ -37,7 +38,29 @@ def _code(text: str) -> str:
     return f"```python\n{text}\n```"
 
 
+_POLARS = ('import polars as pl\nrows = pl.read_parquet("{out}/train.parquet")   # every column filled\n'
+           'meta = pl.read_parquet_metadata("{out}/train.parquet")   # spanrl.content_hash, spanrl.snapshot_id, ...')
+
 FORMATS: dict[str, Format] = {
+    "parquet": Format(
+        name="parquet", sql="flat", file_types=("parquet",), params=(), metadata=True,
+        summary=("The snapshot as one flat Parquet file, readable without spanrl: every transition column, "
+                 "`return` and `advantage` filled; the content hash in the file's metadata."),
+        columns={
+            "snapshot_id, rollout_id, task_id, trace_id, span_id, step, n_steps, agent_name, model":
+                "the snapshot columns of the same name (docs/transitions.md)",
+            "prompt_messages, tools, response_message": "JSON text: OpenAI chat messages, tool definitions, "
+                                                        "the response message",
+            "prompt_token_ids, response_token_ids, response_logprobs, token_source, temperature":
+                "the engine's token ids and log-probs where it recorded them (token_source = engine), else null",
+            "final_reward, step_reward": "the rollout's reward; the AIR reward this call set off itself",
+            "return, advantage": ("filled as spanrl's own readers fill them: advantages.parquet applied with the "
+                                  "snapshot's credit config (in the file metadata as `spanrl.config`)"),
+            "is_last, source_files": "the snapshot columns of the same name",
+        },
+        consumer=_code(_POLARS) + "\n\nDuckDB: `SELECT * FROM '{out}/train.parquet'`; "
+                                 "`SELECT * FROM parquet_kv_metadata('{out}/train.parquet')`.",
+    ),
     "trl-sft": Format(
         name="trl-sft", sql="trl_sft", file_types=("parquet", "jsonl"),
         summary="TRL SFT, conversational: one row per LLM call, the prompt plus the response as the last turn.",

@@ -112,3 +112,28 @@ def test_no_warning_when_every_tool_call_has_its_definitions(snapshot, tmp_path:
     assert result.exit_code == 0, result.output
     assert "warning" not in result.stderr
     assert "**warning**" not in (tmp_path / "sft" / "README.md").read_text()
+
+
+def test_parquet_format_is_the_snapshot_readable_without_spanrl(snapshot, tmp_path: Path) -> None:
+    """`--format parquet`: one flat file that polars and DuckDB read alone, every row of the snapshot
+    with `return` and `advantage` as spanrl's reader fills them, the content hash in the footer."""
+    import duckdb
+    import polars as pl
+
+    from spanrl.transitions import read_snapshot
+
+    data, rows = snapshot
+    result = _run("--data", str(data), "--format", "parquet", "--out", str(tmp_path / "flat"))
+    assert result.exit_code == 0, result.output
+    path = tmp_path / "flat" / "train.parquet"
+    table, manifest = read_snapshot(data)
+    flat = pl.read_parquet(path)
+    assert flat.columns == table.column_names and flat.height == table.num_rows == len(rows)
+    expected = pl.from_arrow(table).sort("rollout_id", "step")
+    assert flat.equals(expected)
+    assert flat["advantage"].null_count() == expected["advantage"].null_count() < flat.height
+    meta = dict(duckdb.sql(f"SELECT key::VARCHAR, value::VARCHAR FROM parquet_kv_metadata('{path}')").fetchall())
+    assert meta["spanrl.content_hash"] == manifest["content_hash"]
+    assert meta["spanrl.snapshot_id"] == manifest["snapshot_id"]
+    card = (tmp_path / "flat" / "README.md").read_text()
+    assert "(not described)" not in card and "pl.read_parquet" in card
