@@ -8,10 +8,36 @@ COPY targets cannot, so they come through ``sql_literal`` (the only quoting help
 
 from __future__ import annotations
 
+import re
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
 from spanrl.errors import InputError
+
+# aiosql's habit: each file opens with `-- name: <object>($params)` and a purpose line; the declared
+# parameters are exactly the `$name` / `${name}` ones its SQL uses (tests/test_sql_files.py checks every
+# file, and every read checks its own, so a file edited without its header fails on first use).
+HEADER = re.compile(r"^-- name: (?P<name>[a-z_][a-z0-9_]*)(?:\((?P<params>[^)]*)\))?$")
+PARAM = re.compile(r"\$\{[a-z_]+\}|\$[a-z_]+")
+
+
+def header_problem(name: str, text: str) -> str | None:
+    """What is wrong with a SQL file's header (None when nothing is): its object name, its purpose
+    line, its declared parameters against the ones used outside comments."""
+    lines = text.splitlines()
+    m = HEADER.match(lines[0]) if lines else None
+    if not m:
+        return f"line 1: start with '-- name: <object>' (+ '(<$params>)'), got {lines[0] if lines else ''!r}"
+    if not m["name"].endswith(name.rsplit("/", 1)[-1]):
+        return f"line 1: the name {m['name']!r} should name the file's object"
+    if len(lines) < 2 or not re.match(r"^-- \S", lines[1]):
+        return "line 2: a one-line purpose comment"
+    declared = {p.strip() for p in (m["params"] or "").split(",") if p.strip()}
+    used = set(PARAM.findall("\n".join(line.split("--")[0] for line in lines)))
+    if declared != used:
+        return f"line 1: declares {sorted(declared)}, uses {sorted(used)}"
+    return None
 
 
 def sql_literal(value: str | Path | list[str] | list[Path]) -> str:
@@ -34,8 +60,8 @@ class SqlFiles:
         return resources.files(self.package).joinpath("sql", f"{name}.sql")
 
     def read(self, name: str) -> str:
-        """The text of ``<stage>/sql/<name>.sql``."""
-        return self._file(name).read_text()
+        """The text of ``<stage>/sql/<name>.sql``, its header checked on first read."""
+        return _checked_text(self.package, name)
 
     def exists(self, name: str) -> bool:
         return self._file(name).is_file()
@@ -48,3 +74,13 @@ class SqlFiles:
         if "${" in text:
             raise RuntimeError(f"{self.package}: {name}.sql: a ${{...}} placeholder was left unfilled")
         return text
+
+
+@cache
+def _checked_text(package: str, name: str) -> str:
+    path = resources.files(package).joinpath("sql", f"{name}.sql")
+    text = path.read_text()
+    problem = header_problem(name, text)
+    if problem:
+        raise RuntimeError(f"{path}: {problem} (see spanrl/sqlfiles.py)")
+    return text

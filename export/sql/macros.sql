@@ -1,4 +1,4 @@
--- name: export macros
+-- name: macros
 -- The message shapes the export formats share (created once per connection). Inputs are the
 -- snapshot's JSON columns: prompt_messages (a list of OpenAI chat messages), response_message (one
 -- assistant message) and tools (a list of OpenAI tool definitions).

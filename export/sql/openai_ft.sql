@@ -1,4 +1,4 @@
--- name: openai_ft
+-- name: openai_ft($min_reward, $reward_column)
 -- OpenAI chat fine-tuning (one JSON object per line): {"messages": [...], "tools": [...]}, the
 -- prompt's assistant turns with weight 0 (context) and the response with weight 1 (trained on),
 -- each message reduced to the keys the fine-tuning schema allows for its role, no null members.

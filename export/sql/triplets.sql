@@ -1,4 +1,4 @@
--- name: triplets
+-- name: triplets($reward_column)
 -- Agent Lightning-style triplets (one per LLM call, as its TracerTraceToTriplet adapter yields them):
 -- prompt {token_ids, raw_content}, response {token_ids, raw_content, logprobs}, reward, metadata.
 -- Token ids are the engine's when the snapshot row has them; else the ids the --tokenizer rendered

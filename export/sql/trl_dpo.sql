@@ -1,4 +1,4 @@
--- name: trl_dpo
+-- name: trl_dpo($reward_column)
 -- TRL DPO, conversational preference pairs. Two responses pair only when they answer the identical
 -- prompt: same task_id, same step, byte-identical prompt_messages and tools (in multi-call rollouts
 -- the prompts usually diverge after the first call, e.g. by tool-call ids). Within one prompt the

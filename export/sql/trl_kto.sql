@@ -1,4 +1,4 @@
--- name: trl_kto
+-- name: trl_kto($reward_column, $threshold)
 -- TRL KTO, conversational unpaired preference: `prompt` = the call's prompt messages, `completion` =
 -- its response (one assistant turn), `label` = reward >= $threshold. Rows without reward are left out.
 -- Parameters: $reward_column, $threshold.

@@ -1,4 +1,4 @@
--- name: trl_sft
+-- name: trl_sft($min_reward, $reward_column)
 -- TRL SFT, conversational language modelling: `messages` = the call's prompt messages + its response
 -- as the last (assistant) turn, `tools` as a JSON string (TRL's SFTTrainer json-loads it).
 -- Parameters: $reward_column, $min_reward (NULL: keep every row; else keep reward >= it).

@@ -1,4 +1,4 @@
--- name: rollout_calls
+-- name: rollout_calls($ended_ns, $started_ns, $trace_ids)
 -- The LLM calls of a rollout's traces (llm_calls: any instrumentation, in OpenAI chat shape); the
 -- rollout's time span skips other times' row groups (rollout_spans.sql).
 SELECT trace_id, span_id, start_ns, end_ns, agent_name, convention, model, provider,

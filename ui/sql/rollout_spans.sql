@@ -1,4 +1,4 @@
--- name: rollout_spans
+-- name: rollout_spans($ended_ns, $limit, $started_ns, $trace_ids)
 -- Every span of a rollout's traces (the lake's spans, read by trace id), oldest first. The rollout's
 -- time span [$started_ns, $ended_ns] (the rollouts row: its spans' first start, last end) holds every
 -- such span's start, and as a constant filter it lets the scan skip every row group of other times.

@@ -1,4 +1,4 @@
--- name: rollout_steps
+-- name: rollout_steps($rollout_id)
 -- The rollout's transitions in the registered snapshot: per LLM call its step, step reward (AIR),
 -- return and advantage, and whether exact engine token ids were captured.
 SELECT span_id, step, n_steps, agent_name, final_reward, step_reward, "return", advantage, token_source,

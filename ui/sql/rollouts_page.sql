@@ -1,4 +1,4 @@
--- name: rollouts_page
+-- name: rollouts_page($agent, $air, $in_search, $limit, $offset, $reward_max, $reward_min, $since_ns, $snapshot_bit, $task, $until_ns)
 -- One page of the Rollouts table under the current filter, with the filter's row count and reward
 -- mean on every row (a single row of NULL rollout columns when the page is past the end). Reads the
 -- narrow per-rollout rows the server holds (_ui_rollouts, held_summary.sql: AIR hits included). NULL

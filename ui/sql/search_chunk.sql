@@ -1,4 +1,4 @@
--- name: search_chunk
+-- name: search_chunk($hi, $lo, $needle)
 -- Trace ids whose messages mention $needle (lower case), in one time chunk [$lo, $hi): the text of
 -- span attributes and events (where GenAI, OpenInference, OpenLLMetry ... keep prompts and answers)
 -- and of log records (GenAI events). A plain substring test on the stored JSON text.

@@ -1,4 +1,4 @@
--- name: snapshot_rollout_stats
+-- name: snapshot_rollout_stats($hi, $lo)
 -- Per rollout of one page of a snapshot ($lo..$hi, the page's first and last rollout id): AIR step
 -- rewards, advantage range, engine-token calls. The rows are stored in rollout order and the bounds
 -- are constants, so the scan reads the row groups of the page only.

@@ -1,4 +1,4 @@
--- name: tasks
+-- name: tasks($limit, $offset)
 -- Per task (the groups the advantage baseline is computed over): rollouts and the reward spread.
 SELECT task_id, count(*) AS rollouts, count(final_reward) AS rewarded,
        avg(final_reward) AS mean, stddev_samp(final_reward) AS sd, min(final_reward) AS lo,
