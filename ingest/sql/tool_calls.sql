@@ -4,20 +4,32 @@
 -- traceloop.span.kind = tool, LangSmith tool runs, Vercel ai.toolCall. llm_span_id is the LLM call
 -- whose output asked for it: by tool_call_id, else the last call of the trace that ended before
 -- the tool started; arguments are that call's own (JSON text as the model wrote it) when known. When a call's tool call has no tool span, the row comes from the call's output
--- (span_id NULL) and its result from the tool-role message of a later call in the trace.
+-- (span_id NULL) and its result from the tool-role message of a later call in the trace; a tool call
+-- the framework could not parse (LangChain's invalid_tool_calls, kept in an LLM span's output.value)
+-- is a row with span_id NULL, the model's raw arguments and error_type 'invalid_tool_call'.
+-- is_handoff: an agent transfer, not a tool run (docs/lake.md): an OpenInference Agents SDK handoff
+-- span (TOOL, no tool.name, named "handoff to <agent>"; tool name, id and arguments are then the
+-- model's one tool call of the asking call that no other tool span ran, e.g. transfer_to_<agent>),
+-- or a tool whose result is a LangGraph Command with a goto (Command(goto=..., graph=PARENT)).
 WITH calls AS MATERIALIZED (
     SELECT trace_id, span_id, start_ns, end_ns, input_messages, output_message FROM llm_calls
 ),
+marked AS MATERIALIZED (  -- one cast of the attributes per span, for both tests below
+    SELECT trace_id, span_id, start_ns, end_ns, status_code, status_message, events, attributes AS a, "name",
+           -- only spans whose text holds a tool kind's value (execute_tool, TOOL, "tool"): an LLM
+           -- span's messages mention tools, not these
+           CASE WHEN contains(txt, 'execute_tool') OR contains(txt, 'TOOL') OR contains(txt, '"tool"')
+                THEN attr_values(attributes, tool_kind_keys()) END AS k,
+           contains(txt, 'invalid_tool_calls') AS may_hold_invalid
+    FROM (SELECT *, CAST(attributes AS VARCHAR) AS txt FROM spans)
+    WHERE contains(txt, 'execute_tool') OR contains(txt, 'TOOL') OR contains(txt, '"tool"')
+       OR contains(txt, 'invalid_tool_calls') OR "name" = 'ai.toolCall'
+),
 tool_spans AS (
-    SELECT trace_id, span_id, start_ns, end_ns, status_code, status_message, events, a, "name"
-    FROM (SELECT s.trace_id, s.span_id, s.start_ns, s.end_ns, s.status_code, s.status_message, s.events,
-                 s.attributes AS a, s."name",
-                 -- one parse of the attributes, and only for spans whose text holds a tool kind's value
-                 -- (execute_tool, TOOL, "tool"): an LLM span's messages mention tools, not these
-                 CASE WHEN contains(CAST(s.attributes AS VARCHAR), 'execute_tool') OR contains(CAST(s.attributes AS VARCHAR), 'TOOL')
-                           OR contains(CAST(s.attributes AS VARCHAR), '"tool"')
-                      THEN attr_values(s.attributes, tool_kind_keys()) END AS k
-          FROM spans AS s)
+    SELECT trace_id, span_id, start_ns, end_ns, status_code, status_message, events, a, "name",
+           tool_kind(k, 'openinference.span.kind') = 'TOOL' AND json_extract_string(a, '$."tool.name"') IS NULL
+               AND ("name" = 'handoff' OR starts_with("name", 'handoff to ')) AS oi_handoff
+    FROM marked
     WHERE tool_kind(k, 'gen_ai.operation.name') = 'execute_tool' OR starts_with("name", 'execute_tool ')
        OR tool_kind(k, 'openinference.span.kind') = 'TOOL' OR tool_kind(k, 'traceloop.span.kind') = 'tool'
        OR tool_kind(k, 'langsmith.span.kind') = 'tool' OR "name" = 'ai.toolCall'
@@ -27,15 +39,17 @@ from_spans AS (
            coalesce(json_extract_string(a, '$."gen_ai.tool.name"'), json_extract_string(a, '$."tool.name"'),
                     json_extract_string(a, '$."ai.toolCall.name"'), json_extract_string(a, '$."traceloop.entity.name"'),
                     nullif(regexp_extract("name", '^execute_tool (.+)$', 1), ''), "name") AS tool_name,
+           CASE WHEN NOT oi_handoff THEN  -- a handoff span's input.value is the agent it left, not arguments
            json_text(coalesce(json_extract(a, '$."gen_ai.tool.call.arguments"'), json_extract(a, '$."input.value"'),
-                              json_extract(a, '$."ai.toolCall.args"'), json_extract(a, '$."traceloop.entity.input"'))) AS arguments,
+                              json_extract(a, '$."ai.toolCall.args"'), json_extract(a, '$."traceloop.entity.input"'))) END AS arguments,
            json_text(coalesce(json_extract(a, '$."gen_ai.tool.call.result"'), json_extract(a, '$."output.value"'),
                               json_extract(a, '$."ai.toolCall.result"'), json_extract(a, '$."traceloop.entity.output"'))) AS result,
            coalesce(json_extract_string(a, '$."gen_ai.tool.call.id"'), json_extract_string(a, '$."tool_call.id"'),
                     json_extract_string(a, '$."tool.id"'), json_extract_string(a, '$."ai.toolCall.id"')) AS tool_call_id,
            coalesce(json_extract_string(a, '$."error.type"'),
                     json_extract_string(events, '$[0].attributes."exception.type"'),
-                    CASE WHEN status_code = 'ERROR' THEN coalesce(status_message, 'error') END) AS error_type
+                    CASE WHEN status_code = 'ERROR' THEN coalesce(status_message, 'error') END) AS error_type,
+           oi_handoff
     FROM tool_spans
 ),
 asked AS (  -- every tool call an LLM output asked for (unnest in the select list: no join on the message)
@@ -48,12 +62,35 @@ asked AS (  -- every tool call an LLM output asked for (unnest in the select lis
           FROM calls WHERE contains(CAST(output_message AS VARCHAR), '"tool_calls"'))
 ),
 span_rows AS (
-    SELECT f.*,
+    SELECT f.* EXCLUDE (oi_handoff),
+           f.oi_handoff OR coalesce(CASE WHEN starts_with(f.result, '{') AND json_valid(f.result)
+                                         THEN json_exists(f.result, '$.graph') AND json_exists(f.result, '$.update')
+                                              AND coalesce(json_extract_string(f.result, '$.goto'), '') NOT IN ('', '[]')
+                                    END, false) AS is_handoff,
            coalesce((SELECT any_value(q.llm_span_id) FROM asked AS q
                      WHERE q.trace_id = f.trace_id AND q.tool_call_id = f.tool_call_id),
                     (SELECT arg_max(c.span_id, c.end_ns) FROM calls AS c
                      WHERE c.trace_id = f.trace_id AND c.end_ns <= f.start_ns)) AS llm_span_id
     FROM from_spans AS f
+),
+handoff_asks AS (  -- a handoff span without id or tool name: the asking call's one tool call no other span ran
+    SELECT h.trace_id, h.span_id, any_value(q.tool_call_id) AS tool_call_id, any_value(q.tool_name) AS tool_name,
+           any_value(q.arguments) AS arguments
+    FROM span_rows AS h JOIN asked AS q ON q.trace_id = h.trace_id AND q.llm_span_id = h.llm_span_id
+    WHERE h.is_handoff AND h.tool_call_id IS NULL
+      AND NOT EXISTS (SELECT 1 FROM span_rows AS o WHERE o.trace_id = q.trace_id AND o.span_id <> h.span_id
+                      AND (o.tool_call_id = q.tool_call_id OR (o.llm_span_id = q.llm_span_id AND o.tool_name = q.tool_name)))
+    GROUP BY h.trace_id, h.span_id
+    HAVING count(*) = 1
+),
+invalid AS (  -- tool calls the framework could not parse: LangChain keeps them in the LLM span's output.value
+    SELECT trace_id, llm_span_id, llm_end_ns, json_extract_string(t, '$.id') AS tool_call_id,
+           json_extract_string(t, '$.name') AS tool_name, json_text(t->'args') AS arguments
+    FROM (SELECT c.trace_id, c.span_id AS llm_span_id, c.end_ns AS llm_end_ns,
+                 unnest(json_extract(TRY_CAST(json_extract_string(m.a, '$."output.value"') AS JSON),
+                                     '$.generations[*][*].message.kwargs.invalid_tool_calls[*]')) AS t
+          FROM marked AS m JOIN calls AS c USING (trace_id, span_id)
+          WHERE m.may_hold_invalid)
 ),
 pending AS (  -- asked for, and no tool span ran it
     SELECT * FROM asked AS q
@@ -74,21 +111,37 @@ output_rows AS (
            q.llm_end_ns AS start_ns,
            (SELECT min(a.start_ns) FROM answers AS a
             WHERE a.trace_id = q.trace_id AND a.tool_call_id = q.tool_call_id AND a.start_ns >= q.llm_end_ns) AS end_ns,
-           q.tool_call_id
+           q.tool_call_id, false AS is_handoff
     FROM pending AS q
+),
+invalid_rows AS (  -- not already a tool call of the call's output (another instrumentation of it) nor run by a span
+    SELECT v.trace_id, NULL::VARCHAR AS span_id, v.llm_span_id, v.tool_name, v.arguments, NULL::VARCHAR AS result,
+           'UNSET' AS status_code, 'invalid_tool_call' AS error_type, v.llm_end_ns AS start_ns, NULL::BIGINT AS end_ns,
+           v.tool_call_id, false AS is_handoff
+    FROM invalid AS v
+    WHERE NOT EXISTS (SELECT 1 FROM asked AS q WHERE q.trace_id = v.trace_id AND q.tool_call_id = v.tool_call_id)
+      AND NOT EXISTS (SELECT 1 FROM span_rows AS r WHERE r.trace_id = v.trace_id AND r.tool_call_id = v.tool_call_id)
 )
-SELECT trace_id, span_id, llm_span_id, tool_name,
+SELECT r.trace_id, r.span_id, r.llm_span_id, coalesce(h.tool_name, r.tool_name) AS tool_name,
        -- the arguments the model wrote (its tool call, by id, else the one call of that name it made)
        -- win over what the tool span recorded: instrumentations rewrite tool input (OpenInference
        -- unwraps a one-key dict to its value), and AIR judges the model's output, not the tool's view
-       coalesce((SELECT any_value(q.arguments) FROM asked AS q
+       coalesce(h.arguments,
+                (SELECT any_value(q.arguments) FROM asked AS q
                  WHERE q.trace_id = r.trace_id AND q.tool_call_id = r.tool_call_id),
                 (SELECT CASE WHEN count(*) = 1 THEN any_value(q.arguments) END FROM asked AS q
                  WHERE q.trace_id = r.trace_id AND q.llm_span_id = r.llm_span_id AND q.tool_name = r.tool_name
                    AND r.tool_call_id IS NULL),
-                arguments) AS arguments,
-       result, status_code, error_type, start_ns, end_ns, tool_call_id
+                r.arguments) AS arguments,
+       r.result, r.status_code, r.error_type, r.start_ns, r.end_ns, coalesce(r.tool_call_id, h.tool_call_id) AS tool_call_id,
+       r.is_handoff
 FROM span_rows AS r
+LEFT JOIN handoff_asks AS h USING (trace_id, span_id)
 UNION ALL
-SELECT trace_id, span_id, llm_span_id, tool_name, arguments, result, status_code, error_type, start_ns, end_ns, tool_call_id
+SELECT trace_id, span_id, llm_span_id, tool_name, arguments, result, status_code, error_type, start_ns, end_ns, tool_call_id,
+       is_handoff
 FROM output_rows
+UNION ALL
+SELECT trace_id, span_id, llm_span_id, tool_name, arguments, result, status_code, error_type, start_ns, end_ns, tool_call_id,
+       is_handoff
+FROM invalid_rows

@@ -13,6 +13,17 @@ exactly what the server saw:
 - otherwise -> ``"Echo: <last user text>"``.
 ``usage``: prompt tokens = words in all messages, completion tokens = words in the reply (+1 per
 tool call). ``stream=True`` is answered as server-sent events with a final usage chunk.
+
+Scripted mode (only when the last user text holds the marker ``fake-script:``, so every other test
+sees the rules above unchanged): the JSON list after the marker says what to answer at each step,
+step k being the k-th request after that user message (k = assistant messages since it). A step is
+- a list of tool calls ``[{"name": "add", "arguments": {"a": 1}}, ...]`` (several = parallel calls;
+  ``arguments`` a string is sent verbatim, e.g. not JSON), ids ``call_<n>_<i>``;
+- a string: that text;
+- ``{"fail_first": 500, "then": <step>}``: HTTP 500 the first time this exact message list is seen,
+  ``then`` when it is sent again (an agent's retry of an identical request).
+Past the script's end the default rules apply. Agents pass the marker through the user text, so the
+recorded spans show which script each run followed.
 """
 
 from __future__ import annotations
@@ -35,13 +46,39 @@ def _content_text(content: Any) -> str:
     return content or ""
 
 
-def make_response(request: dict[str, Any], n: int) -> dict[str, Any]:
-    """The deterministic reply to one chat-completions request (the n-th the server saw)."""
+SCRIPT_MARKER = "fake-script:"
+
+
+def script_step(messages: list[dict[str, Any]]) -> Any:
+    """The scripted step for this request, or None (no script in the last user text, or past its end)."""
+    idx = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
+    if idx is None or SCRIPT_MARKER not in (text := _content_text(messages[idx].get("content"))):
+        return None
+    steps = json.loads(text.split(SCRIPT_MARKER, 1)[1])
+    k = sum(1 for m in messages[idx + 1:] if m.get("role") == "assistant")
+    return steps[k] if k < len(steps) else None
+
+
+def _scripted(step: Any, n: int) -> tuple[dict[str, Any], str, int]:
+    """The message, finish reason and completion tokens of one scripted step."""
+    if isinstance(step, str):
+        return {"role": "assistant", "content": step}, "stop", _words(step)
+    calls = [{"id": f"call_{n}_{i}", "type": "function",
+              "function": {"name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], str)
+                           else json.dumps(c["arguments"])}} for i, c in enumerate(step)]
+    return {"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls", len(calls)
+
+
+def make_response(request: dict[str, Any], n: int, step: Any = None) -> dict[str, Any]:
+    """The deterministic reply to one chat-completions request (the n-th the server saw); ``step``
+    is the scripted step to answer instead of the default rules (see the module docstring)."""
     messages = request.get("messages", [])
     last = messages[-1] if messages else {}
     last_user = next((_content_text(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
     message: dict[str, Any] = {"role": "assistant"}
-    if request.get("tools") and last.get("role") == "user":
+    if step is not None:
+        message, finish, completion = _scripted(step, n)
+    elif request.get("tools") and last.get("role") == "user":
         tool = request["tools"][0]["function"]["name"]
         message["content"] = None
         message["tool_calls"] = [{"id": f"call_{n}", "type": "function",
@@ -93,7 +130,15 @@ class FakeOpenAI:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         with self._lock:
-            resp = make_response(body, len(self.exchanges) + 1)
+            step = script_step(body.get("messages", []))
+            if isinstance(step, dict):  # fail_first: an error unless this exact prompt was seen before
+                seen = any(req.get("messages") == body.get("messages") for req, _ in self.exchanges)
+                if not seen:
+                    error = {"error": {"message": "scripted failure", "type": "server_error", "code": None}}
+                    self.exchanges.append((body, error))
+                    return web.json_response(error, status=int(step["fail_first"]))
+                step = step["then"]
+            resp = make_response(body, len(self.exchanges) + 1, step)
             self.exchanges.append((body, resp))
         if not body.get("stream"):
             return web.json_response(resp)

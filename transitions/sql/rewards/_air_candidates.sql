@@ -1,7 +1,16 @@
 -- name: _air_candidates
--- One row per span of every rollout, with what AIR rules (spanrl.toml [air]) test: the span's own
--- columns, its tool-call columns (tool_calls view), whether it is an LLM call / agent step, exception
--- events, argument validity against the tool's declared JSON schema, and LLM-call retries.
+-- One row per span of every rollout, plus one per tool call no span ran (a tool call taken from the
+-- call's output, or one the framework could not parse: span_id NULL, name = the tool's name), with what
+-- AIR rules (spanrl.toml [air]) test: the span's own columns, its tool-call columns (tool_calls view),
+-- whether it is an LLM call / agent step, exception events, argument validity against the tool's
+-- declared JSON schema, and LLM-call retries.
+-- Handoffs (tool_calls.is_handoff: an agent transfer) are not tools here: is_tool is false, is_handoff
+-- true, args_valid true (there is no schema for a transfer). The schema is the one the asking call
+-- offered, else the one the tool span declares (OpenInference tool.parameters).
+-- retried: the call's exact prompt is sent again later in the rollout; a call whose prompt has no
+-- content (not captured, or redacted) is never a retry, nor retried: equal nothings prove nothing.
+-- Exception events that are a framework's control flow (LangGraph's GraphBubbleUp family:
+-- ParentCommand for a Command(graph=PARENT) transfer, GraphInterrupt, NodeInterrupt) are not exceptions.
 -- target_span_id: the LLM call whose output caused the span: itself for an LLM call, the call that
 -- asked for a tool (tool_calls.llm_span_id), else the latest call of the rollout that ended before
 -- the span's first exception (or its start).
@@ -10,7 +19,10 @@ WITH s AS (
            sp.status_code, sp.status_message, sp.attributes, sp.events, sp.start_ns, sp.end_ns,
            r.rollout_id,
            CASE WHEN contains(CAST(sp.events AS VARCHAR), 'exception')  -- cheap test: most spans have no exception
-                THEN list_filter(TRY_CAST(CAST(sp.events AS JSON) AS JSON[]), lambda e: e->>'name' = 'exception')
+                THEN list_filter(TRY_CAST(CAST(sp.events AS JSON) AS JSON[]),
+                                 lambda e: e->>'name' = 'exception'
+                                     AND NOT regexp_matches(coalesce(e->'attributes'->>'exception.type', ''),
+                                                            '(^|\.)(GraphBubbleUp|GraphDrained|GraphInterrupt|NodeInterrupt|ParentCommand)$'))
                 ELSE [] END AS exc,
            -- one parse of the attributes for the agent test below
            json_extract_string(sp.attributes, ['$."gen_ai.operation.name"', '$."openinference.span.kind"',
@@ -19,25 +31,33 @@ WITH s AS (
 ),
 calls AS (
     SELECT rollout_id, trace_id, span_id, end_ns, tools,
-           count(*) OVER (PARTITION BY rollout_id, hash(CAST(input_messages AS VARCHAR))
-                          ORDER BY start_ns, span_id
-                          ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) > 0 AS retried
-    FROM _rollout_calls
+           prompt IS NOT NULL
+               AND count(*) OVER (PARTITION BY rollout_id, hash(prompt) ORDER BY start_ns, span_id
+                                  ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) > 0 AS retried
+    FROM (SELECT *,
+                 CASE WHEN list_bool_or(list_transform(
+                               coalesce(TRY_CAST(json_extract(CAST(input_messages AS JSON), '$[*]') AS JSON[]), []),
+                               lambda m: coalesce(nullif(json_extract_string(m, '$.content'), '') NOT IN ('__REDACTED__')
+                                                  OR json_exists(m, '$.tool_calls'), false)))
+                      THEN CAST(input_messages AS VARCHAR) END AS prompt
+          FROM _rollout_calls)
 ),
 tools AS (
     SELECT tc.trace_id, tc.span_id, tc.llm_span_id, tc.tool_name, tc.arguments, tc.result, tc.error_type,
+           tc.status_code, tc.start_ns, tc.end_ns, tc.is_handoff, asker.rollout_id,
            (SELECT coalesce(d->'function'->'parameters', d->'parameters')
             FROM (SELECT unnest(TRY_CAST(CAST(asker.tools AS JSON) AS JSON[])) AS d)
             WHERE coalesce(d->'function'->>'name', d->>'name') = tc.tool_name
-            LIMIT 1) AS tool_schema
+            LIMIT 1) AS offered_schema
     FROM tool_calls tc
     LEFT JOIN calls asker ON asker.trace_id = tc.trace_id AND asker.span_id = tc.llm_span_id
 ),
-joined AS (
-    SELECT s.*,
-           t.span_id IS NOT NULL AS is_tool, t.tool_name, t.arguments, t.result, t.error_type, t.llm_span_id,
-           t.tool_schema,
-           spanrl_args_valid(t.arguments, t.tool_schema) AS args_valid,
+span_rows AS (
+    SELECT s.* EXCLUDE (exc, ak),
+           t.span_id IS NOT NULL AND NOT t.is_handoff AS is_tool, coalesce(t.is_handoff, false) AS is_handoff,
+           t.tool_name, t.arguments, t.result, t.error_type, t.llm_span_id,
+           CASE WHEN NOT t.is_handoff
+                THEN coalesce(t.offered_schema, TRY_CAST(s.attributes->>'tool.parameters' AS JSON)) END AS tool_schema,
            c.span_id IS NOT NULL AS is_llm_call,
            coalesce(c.retried, false) AS retried,
            coalesce(s.ak[1] = 'invoke_agent' OR s.ak[2] = 'AGENT' OR s.ak[3] = 'agent' OR s.ak[4] IS NOT NULL,
@@ -48,8 +68,21 @@ joined AS (
     FROM s
     LEFT JOIN tools t USING (trace_id, span_id)
     LEFT JOIN calls c USING (trace_id, span_id)
+),
+spanless AS (  -- tool calls no span ran: the model's output is still judged (arguments, schema)
+    SELECT trace_id, NULL::VARCHAR AS span_id, llm_span_id AS parent_span_id, tool_name AS "name", NULL AS kind,
+           status_code, NULL::VARCHAR AS status_message, NULL AS attributes, NULL AS events, start_ns, end_ns,
+           rollout_id, NOT is_handoff AS is_tool, is_handoff, tool_name, arguments, result, error_type, llm_span_id,
+           CASE WHEN NOT is_handoff THEN offered_schema END AS tool_schema, false AS is_llm_call, false AS retried,
+           false AS is_agent, false AS has_exception, spanrl_is_error(status_code) AS is_error, start_ns AS anchor_ns
+    FROM tools
+    WHERE span_id IS NULL AND rollout_id IS NOT NULL
+),
+joined AS (
+    SELECT * REPLACE (CASE WHEN is_tool THEN spanrl_args_valid(arguments, tool_schema) ELSE true END AS args_valid)
+    FROM (SELECT *, NULL::BOOLEAN AS args_valid FROM span_rows UNION ALL BY NAME SELECT * FROM spanless)
 )
-SELECT j.* EXCLUDE (exc, ak),
+SELECT j.*,
        CASE WHEN j.is_llm_call THEN j.span_id ELSE coalesce(j.llm_span_id, prev.span_id) END AS target_span_id
 FROM joined j
 ASOF LEFT JOIN (SELECT rollout_id, span_id, end_ns FROM calls) prev
