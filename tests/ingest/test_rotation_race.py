@@ -21,13 +21,36 @@ from tests.helpers.collector import make_traces, running_collector
 from tests.ingest.conftest import ingest
 
 
-def _send(url: str, batches: int, spans_per_batch: int, acked: set[str], stop: threading.Event) -> None:
-    """Post ``batches`` protobuf requests, paced so ingest runs many times meanwhile; the span ids
-    of every 200 go into ``acked``."""
-    for _ in range(batches):
+class Runs:
+    """Ingest runs finished so far; the sender waits on it, so the race is driven by events: however
+    slow the machine, ingest runs at least once per ``EVERY`` batches while spans arrive."""
+
+    EVERY = 25
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.cond = threading.Condition()
+
+    def finished_one(self) -> None:
+        with self.cond:
+            self.done += 1
+            self.cond.notify_all()
+
+    def wait_beyond(self, n: int, stop: threading.Event) -> None:
+        with self.cond:
+            while self.done <= n and not stop.is_set():
+                self.cond.wait(0.5)
+
+
+def _send(url: str, batches: int, spans_per_batch: int, acked: set[str], stop: threading.Event, runs: Runs) -> None:
+    """Post ``batches`` protobuf requests, at least one ingest run between every ``Runs.EVERY`` of
+    them (and small pauses, so rotations also land mid-run); the span ids of every 200 go into ``acked``."""
+    for i in range(batches):
         if stop.is_set():
             return
-        time.sleep(0.03)
+        if i and i % Runs.EVERY == 0:
+            runs.wait_beyond(runs.done, stop)
+        time.sleep(0.01)
         req = make_traces(spans_per_batch, name="race")
         body = req.SerializeToString()
         http = urllib.request.Request(url + "/v1/traces", data=body, method="POST",
@@ -52,14 +75,16 @@ def _race(tmp_path, batches: int, seed: int) -> tuple[int, int]:
     rng = random.Random(seed)
     acked: set[str] = set()
     stop = threading.Event()
+    progress = Runs()
     with running_collector(tmp_path, extra_args=["--rotate-mb", "0.02"]) as ep:
-        sender = threading.Thread(target=_send, args=(ep.http, batches, 12, acked, stop), daemon=True)
+        sender = threading.Thread(target=_send, args=(ep.http, batches, 12, acked, stop, progress), daemon=True)
         sender.start()
         runs = 0
         try:
             while sender.is_alive():
                 ingest(tmp_path)
                 runs += 1
+                progress.finished_one()
                 time.sleep(rng.uniform(0, 0.05))  # vary where in the rotation cycle the next plan lands
         finally:
             stop.set()
@@ -70,7 +95,7 @@ def _race(tmp_path, batches: int, seed: int) -> tuple[int, int]:
     missing = acked - ids
     assert not missing, f"{len(missing)} of {len(acked)} acknowledged spans never reached the lake"
     assert n == len(ids) == len(acked), "a span is in the lake more than once (or was never sent)"
-    assert rotated >= 5 and runs >= 5, (rotated, runs)
+    assert rotated >= 5 and runs >= (batches - 1) // Runs.EVERY, (rotated, runs)  # by construction, not speed
     return len(acked), runs
 
 
