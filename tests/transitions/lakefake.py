@@ -27,7 +27,7 @@ LLM_COLUMNS = ["trace_id", "span_id", "parent_span_id", "start_ns", "end_ns", "s
                "temperature", "response_id", "status_code", "restored_messages", "merged_spans"]
 LOG_COLUMNS = ["trace_id", "span_id", "time_ns", "event_name", "attributes"]
 TOOL_COLUMNS = ["trace_id", "span_id", "llm_span_id", "tool_name", "arguments", "result", "status_code",
-                "error_type", "start_ns", "end_ns"]
+                "error_type", "start_ns", "end_ns", "is_handoff"]
 
 _ids = itertools.count(1)
 T0 = 1_700_000_000_000_000_000
@@ -111,7 +111,8 @@ class FakeLake:
                    "response_logprobs": "DOUBLE[]", "temperature": "DOUBLE", "input_tokens": "BIGINT",
                    "output_tokens": "BIGINT", "start_ns": "BIGINT", "end_ns": "BIGINT",
                    "restored_messages": "INTEGER", "merged_spans": "STRUCT(trace_id VARCHAR, span_id VARCHAR)[]"})
-        _register(con, "tool_calls", self.tools, TOOL_COLUMNS, {"start_ns": "BIGINT", "end_ns": "BIGINT"})
+        _register(con, "tool_calls", self.tools, TOOL_COLUMNS, {"start_ns": "BIGINT", "end_ns": "BIGINT",
+                                                                 "is_handoff": "BOOLEAN"})
         _register(con, "logs", self.logs, LOG_COLUMNS, {"time_ns": "BIGINT", "attributes": "JSON"})
         return con
 

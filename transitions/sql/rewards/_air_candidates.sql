@@ -44,7 +44,7 @@ calls AS (
 ),
 tools AS (
     SELECT tc.trace_id, tc.span_id, tc.llm_span_id, tc.tool_name, tc.arguments, tc.result, tc.error_type,
-           tc.status_code, tc.start_ns, tc.end_ns, tc.is_handoff, asker.rollout_id,
+           tc.status_code, tc.start_ns, tc.end_ns, coalesce(tc.is_handoff, false) AS is_handoff, asker.rollout_id,
            (SELECT coalesce(d->'function'->'parameters', d->'parameters')
             FROM (SELECT unnest(TRY_CAST(CAST(asker.tools AS JSON) AS JSON[])) AS d)
             WHERE coalesce(d->'function'->>'name', d->>'name') = tc.tool_name
