@@ -10,7 +10,9 @@ something new could change and reuses every other row:
 * traces of rollouts that were still waiting (incomplete) - the lake's clock moved on;
 * traces of rollouts whose feedback changed (a feedback file added, edited or removed);
 * closed over rollouts: a rollout spanning several traces is recomputed with all of them, and a
-  recomputed trace that turns out to join an older rollout pulls that rollout's traces in too.
+  recomputed trace that turns out to join an older rollout pulls that rollout's traces in too;
+* and over cross-trace twins: a stored trace that may hold the other recording of a recomputed
+  trace's LLM call (``incremental/twins.sql``) is recomputed with it, so llm_calls.sql merges the two.
 
 What the recomputed traces need to know about the rest of the lake (the lake's clock; which rollout
 ids, trace rollouts and response ids exist elsewhere, for feedback resolution) comes from the stored
@@ -31,7 +33,7 @@ from spanrl.transitions.sqlfiles import read_sql
 from spanrl.transitions.tables import global_file, segment_files
 
 PRIOR_SCHEMAS = {
-    "_p_traces": "trace_id VARCHAR, rollout_id VARCHAR, lake_files VARCHAR[]",
+    "_p_traces": "trace_id VARCHAR, rollout_id VARCHAR, lake_files VARCHAR[], start_ns BIGINT, end_ns BIGINT, lone_call BOOLEAN",
     "_p_rollouts": "rollout_id VARCHAR, trace_ids VARCHAR[], complete BOOLEAN",
     "_p_responses": "response_id VARCHAR, trace_id VARCHAR, span_id VARCHAR, rollout_id VARCHAR",
     "_p_feedback": "file VARCHAR, line BIGINT, rollout_id VARCHAR",
@@ -124,14 +126,19 @@ def close_over_rollouts(con: duckdb.DuckDBPyConnection, seeds: str) -> None:
 
 def joined_older(con: duckdb.DuckDBPyConnection) -> int:
     """After a partial run: add to ``_touched`` (closed again) the traces of older rollouts that a
-    recomputed trace now belongs to; how many traces were added (0: the run is complete)."""
-    if not con.execute("SELECT count(*) FROM rollouts SEMI JOIN _p_rollouts USING (rollout_id)").fetchall()[0][0]:
+    recomputed trace now belongs to, and the stored traces a recomputed trace may share an LLM call
+    with (``incremental/twins.sql``: one call recorded in two traces that reached the lake on different
+    nights); how many traces were added (0: the run is complete)."""
+    twins = con.execute(f"SELECT count(*) FROM ({read_sql('incremental/twins')})").fetchall()[0][0]
+    older = con.execute("SELECT count(*) FROM rollouts SEMI JOIN _p_rollouts USING (rollout_id)").fetchall()[0][0]
+    if not (twins or older):
         return 0  # every recomputed rollout is new, or already computed with all its traces below
     before = con.execute("SELECT count(*) FROM _touched").fetchall()[0][0]
-    con.execute("""CREATE OR REPLACE TEMP TABLE _seeds2 AS
-                   SELECT trace_id FROM _touched
-                   UNION SELECT t.trace_id FROM (SELECT unnest(trace_ids) AS trace_id, rollout_id FROM _p_rollouts) t
-                   SEMI JOIN rollouts r ON r.rollout_id = t.rollout_id""")
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE _seeds2 AS
+                    SELECT trace_id FROM _touched
+                    UNION SELECT t.trace_id FROM (SELECT unnest(trace_ids) AS trace_id, rollout_id FROM _p_rollouts) t
+                    SEMI JOIN rollouts r ON r.rollout_id = t.rollout_id
+                    UNION SELECT trace_id FROM ({read_sql('incremental/twins')})""")
     close_over_rollouts(con, "_seeds2")
     return con.execute("SELECT count(*) FROM _touched").fetchall()[0][0] - before
 

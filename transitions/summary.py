@@ -41,7 +41,9 @@ def collect_stats(con: duckdb.DuckDBPyConnection, plan: Plan, settle_s: float | 
     tr = one("""SELECT coalesce(sum(orphan_spans), 0), coalesce(sum(orphans_reattached), 0),
                        coalesce(sum(agent_calls_repaired), 0), coalesce(sum(agent_repairs_ambiguous), 0),
                        coalesce(sum(llm_calls_complete), 0), coalesce(sum(llm_calls_without_response), 0),
-                       coalesce(sum(prompt_messages_restored), 0) FROM _traces""")
+                       coalesce(sum(prompt_messages_restored), 0), coalesce(sum(llm_calls_merged), 0),
+                       coalesce(sum(llm_calls_merged_across_traces), 0),
+                       coalesce(sum(llm_calls_without_tool_schema), 0) FROM _traces""")
     times = one("""SELECT min(started_ns), max(ended_ns) FROM rollouts SEMI JOIN _digests USING (rollout_id)""")
     unknown = con.execute("""SELECT file || ':' || line || ' ' || feedback_key FROM _feedback_detail
                              WHERE rollout_id IS NULL ORDER BY file, line""").fetchall()
@@ -55,6 +57,10 @@ def collect_stats(con: duckdb.DuckDBPyConnection, plan: Plan, settle_s: float | 
         "orphan_spans": int(tr[0]), "orphans_reattached": int(tr[1]),
         "agent_calls_repaired": int(tr[2]), "agent_repairs_ambiguous": int(tr[3]),
         "prompt_messages_restored": int(tr[6]),
+        # calls recorded by several instrumentations, merged into one row (llm_calls.merged_spans)
+        "llm_calls_merged": int(tr[7]), "llm_calls_merged_across_traces": int(tr[8]),
+        # calls whose output has tool calls but whose row has no tool definitions (coverage.missing_tool_schema)
+        "llm_calls_without_tool_schema": int(tr[9]),
         "rewards_by_source": pairs("SELECT source, count(*) FROM rewards GROUP BY 1 ORDER BY 1"),
         "air_hits_by_rule": pairs("SELECT name, count(*) FROM rewards WHERE source = 'air' GROUP BY 1 ORDER BY 1"),
         "reward_mean_by_task": [
@@ -121,7 +127,7 @@ def content_coverage(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
         SELECT scope_name, scope_version, count(*) FILTER (WHERE missing_input),
                count(*) FILTER (WHERE missing_output), list_sort(list_distinct(list(convention))),
                list_sort(list_distinct(flatten(list(attribute_keys)))), list_sort(list_distinct(flatten(list(event_names))))
-        FROM coverage
+        FROM coverage WHERE missing_input OR missing_output
         GROUP BY ALL ORDER BY count(*) DESC, scope_name NULLS LAST, scope_version NULLS LAST""").fetchall()
     return [{"scope_name": s, "scope_version": v, "without_input": n_in, "without_output": n_out,
              "conventions": conv, "attribute_keys": keys[:MAX_KEYS], "event_names": events}
@@ -184,6 +190,12 @@ def print_summary(result: BuildResult) -> None:
     if s.get("prompt_messages_restored"):
         row("prompt messages restored", f"{s['prompt_messages_restored']} (tool calls the instrumentation "
             "left out of a later prompt, taken from the response that made them; llm_calls.restored_messages)")
+    if s.get("llm_calls_merged"):
+        row("LLM calls merged", f"{s['llm_calls_merged']} recorded by several instrumentations, one row each "
+            f"({s.get('llm_calls_merged_across_traces', 0)} across traces; llm_calls.merged_spans)")
+    if s.get("llm_calls_without_tool_schema"):
+        row("tool calls without schema", f"{s['llm_calls_without_tool_schema']} LLM call(s) made tool calls but no "
+            "instrumentation recorded the tool definitions (coverage.missing_tool_schema)")
     if s.get("config_changed"):
         row("stage-2 config changed", ", ".join(s["config_changed"])
             + ": every rollout was rebuilt with the new config (LATEST's config differs)")

@@ -299,9 +299,11 @@ _EMPTY = {
                 "NULL::BIGINT AS started_ns, NULL::BIGINT AS ended_ns",
     "_traces": "SELECT 0 AS orphan_spans, 0 AS orphans_reattached, 0 AS agent_calls_repaired, "
                "0 AS agent_repairs_ambiguous, 0 AS llm_calls_complete, 0 AS llm_calls_without_response, "
-               "0 AS prompt_messages_restored",
+               "0 AS prompt_messages_restored, 0 AS llm_calls_merged, 0 AS llm_calls_merged_across_traces, "
+               "0 AS llm_calls_without_tool_schema",
     "coverage": "SELECT NULL::VARCHAR AS scope_name, NULL::VARCHAR AS scope_version, NULL::BOOLEAN AS missing_input, "
-                "NULL::BOOLEAN AS missing_output, NULL::VARCHAR AS convention, []::VARCHAR[] AS attribute_keys, "
+                "NULL::BOOLEAN AS missing_output, NULL::BOOLEAN AS missing_tool_schema, NULL::VARCHAR AS convention, "
+                "[]::VARCHAR[] AS attribute_keys, "
                 "[]::VARCHAR[] AS event_names",
     "llm_calls": "SELECT NULL::VARCHAR AS trace_id",
     "segment_rewards": "SELECT NULL::VARCHAR AS trace_id, NULL::VARCHAR AS span_id, NULL::VARCHAR AS rollout_id, "
