@@ -14,16 +14,19 @@
 WITH calls AS MATERIALIZED (
     SELECT trace_id, span_id, start_ns, end_ns, input_messages, output_message FROM llm_calls
 ),
-marked AS MATERIALIZED (  -- one cast of the attributes per span, for both tests below
-    SELECT trace_id, span_id, start_ns, end_ns, status_code, status_message, events, attributes AS a, "name",
-           -- only spans whose text holds a tool kind's value (execute_tool, TOOL, "tool"): an LLM
-           -- span's messages mention tools, not these
-           CASE WHEN contains(txt, 'execute_tool') OR contains(txt, 'TOOL') OR contains(txt, '"tool"')
-                THEN attr_values(attributes, tool_kind_keys()) END AS k,
-           contains(txt, 'invalid_tool_calls') AS may_hold_invalid
-    FROM (SELECT *, CAST(attributes AS VARCHAR) AS txt FROM spans)
-    WHERE contains(txt, 'execute_tool') OR contains(txt, 'TOOL') OR contains(txt, '"tool"')
-       OR contains(txt, 'invalid_tool_calls') OR "name" = 'ai.toolCall'
+marked AS MATERIALIZED (  -- tool spans, and LLM spans that may hold an unparsed tool call: one cast of the attributes each
+    SELECT * FROM (
+        SELECT trace_id, span_id, start_ns, end_ns, status_code, status_message, events, attributes AS a, "name",
+               -- only spans whose text holds a tool kind's value (execute_tool, TOOL, "tool"): an LLM
+               -- span's messages mention tools, not these
+               CASE WHEN contains(txt, 'execute_tool') OR contains(txt, 'TOOL') OR contains(txt, '"tool"')
+                    THEN attr_values(attributes, tool_kind_keys()) END AS k,
+               -- the type value of a non-empty invalid_tool_calls list, quoted plain or inside a JSON string
+               contains(txt, 'invalid_tool_call"') OR contains(txt, 'invalid_tool_call\"') AS may_hold_invalid
+        FROM (SELECT *, CAST(attributes AS VARCHAR) AS txt FROM spans))
+    WHERE tool_kind(k, 'gen_ai.operation.name') = 'execute_tool' OR starts_with("name", 'execute_tool ')
+       OR tool_kind(k, 'openinference.span.kind') = 'TOOL' OR tool_kind(k, 'traceloop.span.kind') = 'tool'
+       OR tool_kind(k, 'langsmith.span.kind') = 'tool' OR "name" = 'ai.toolCall' OR may_hold_invalid
 ),
 tool_spans AS (
     SELECT trace_id, span_id, start_ns, end_ns, status_code, status_message, events, a, "name",
@@ -62,7 +65,7 @@ asked AS (  -- every tool call an LLM output asked for (unnest in the select lis
           FROM calls WHERE contains(CAST(output_message AS VARCHAR), '"tool_calls"'))
 ),
 span_rows AS (
-    SELECT f.* EXCLUDE (oi_handoff),
+    SELECT f.*,
            f.oi_handoff OR coalesce(CASE WHEN starts_with(f.result, '{') AND json_valid(f.result)
                                          THEN json_exists(f.result, '$.graph') AND json_exists(f.result, '$.update')
                                               AND coalesce(json_extract_string(f.result, '$.goto'), '') NOT IN ('', '[]')
@@ -73,11 +76,11 @@ span_rows AS (
                      WHERE c.trace_id = f.trace_id AND c.end_ns <= f.start_ns)) AS llm_span_id
     FROM from_spans AS f
 ),
-handoff_asks AS (  -- a handoff span without id or tool name: the asking call's one tool call no other span ran
+handoff_asks AS (  -- a handoff span without id: the asking call's one tool call (of its name, if it has one) no other span ran
     SELECT h.trace_id, h.span_id, any_value(q.tool_call_id) AS tool_call_id, any_value(q.tool_name) AS tool_name,
            any_value(q.arguments) AS arguments
     FROM span_rows AS h JOIN asked AS q ON q.trace_id = h.trace_id AND q.llm_span_id = h.llm_span_id
-    WHERE h.is_handoff AND h.tool_call_id IS NULL
+    WHERE h.is_handoff AND h.tool_call_id IS NULL AND (h.oi_handoff OR q.tool_name = h.tool_name)
       AND NOT EXISTS (SELECT 1 FROM span_rows AS o WHERE o.trace_id = q.trace_id AND o.span_id <> h.span_id
                       AND (o.tool_call_id = q.tool_call_id OR (o.llm_span_id = q.llm_span_id AND o.tool_name = q.tool_name)))
     GROUP BY h.trace_id, h.span_id
