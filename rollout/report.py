@@ -51,6 +51,11 @@ def print_summary(s: RunSummary, console: Console) -> None:
                       "(OTEL_TRACES_EXPORTER=otlp, not console/none), and not overriding the "
                       f"OTEL_EXPORTER_OTLP_* variables the runner sets? The agent's stderr: {s.run_dir}/logs",
                       soft_wrap=True, highlight=False)
+    if s.spans_checked and s.spans_without_rollout_id:
+        console.print(f"[yellow]warning[/]: {s.spans_without_rollout_id} span(s) arrived without spanrl.rollout_id: "
+                      "the agent builds its OTel Resource without OTEL_RESOURCE_ATTRIBUTES (use "
+                      "Resource.create(...), which reads it), so they cannot join their rollout",
+                      soft_wrap=True, highlight=False)
 
 
 def _agent_spans(s: RunSummary) -> str:

@@ -53,6 +53,7 @@ class RunSummary:
     spans_checked: bool = False  # the runner's own collector counted each attempt's spans
     agent_spans: dict[str, int] = field(default_factory=dict)  # rollout id -> spans its agent sent (this run)
     ok_ids: set[str] = field(default_factory=set)
+    spans_without_rollout_id: int = 0  # agent spans the collector got with no rollout id (not attributable)
 
     @property
     def without_agent_spans(self) -> list[str]:
@@ -78,6 +79,7 @@ class RunSummary:
                 "ok_attempts_without_agent_spans": (len([r for r in missing if r in self.ok_ids])
                                                     if self.spans_checked else None),
                 "without_agent_spans": missing[:100] if self.spans_checked else None,
+                "spans_without_rollout_id": self.spans_without_rollout_id if self.spans_checked else None,
                 "nothing_succeeded": self.nothing_succeeded}
 
 
@@ -130,6 +132,7 @@ def run_rollouts(cfg: RolloutConfig, on_plan: Callable[[int], None] | None = Non
             asyncio.run(_run_all(cfg, log, plan.todo, otlp, policy, summary, on_done))
         if otlp.counts is not None:  # the collector has stopped: every span that arrived is counted
             summary.agent_spans = {rid: otlp.counts.get(rid) for rid in summary.agent_spans}
+            summary.spans_without_rollout_id = otlp.counts.unkeyed
     summary.identical_groups = identical_groups(log, tasks)
     log.write_run({**info, "updated": datetime.now(UTC).isoformat(), "last_invocation": summary.as_dict()})
     return summary

@@ -40,6 +40,7 @@ _SERVE_READY = re.compile(r"spanrl serve: .* on (http://\S+/v1)")
 
 
 ROLLOUT_KEY = "spanrl.rollout_id"
+SERVE_SCOPE = "spanrl.serve"  # the tracer of the `spanrl serve` the runner may start (serve/server.py)
 
 
 class SpanCounts:
@@ -51,16 +52,18 @@ class SpanCounts:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
+        self.unkeyed = 0  # agent spans with no rollout id at all (an SDK that ignores OTEL_RESOURCE_ATTRIBUTES)
 
     def observe(self, signal: str, request: Any) -> None:
         """One request of the collector (an ``ExportTraceServiceRequest`` for traces)."""
         if signal != "traces":
             return
         found: Counter[str] = Counter()
+        unkeyed = 0
         for rs in request.resource_spans:
             key = _string_attr(rs.resource.attributes, ROLLOUT_KEY)
             for ss in rs.scope_spans:
-                if ss.scope.name == RUNNER_SCOPE:
+                if ss.scope.name in (RUNNER_SCOPE, SERVE_SCOPE):  # the runner's and its server's own
                     continue
                 if key is not None:
                     found[key] += len(ss.spans)
@@ -69,9 +72,12 @@ class SpanCounts:
                     own = _string_attr(span.attributes, ROLLOUT_KEY)
                     if own is not None:
                         found[own] += 1
-        if found:
+                    else:
+                        unkeyed += 1
+        if found or unkeyed:
             with self._lock:
                 self._counts.update(found)
+                self.unkeyed += unkeyed
 
     def get(self, rollout_id: str) -> int:
         with self._lock:

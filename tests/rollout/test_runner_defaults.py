@@ -79,10 +79,13 @@ def test_span_counts_per_rollout_leave_out_the_runner_span() -> None:
     agent.resource_spans[0].resource.attributes.add(key="spanrl.rollout_id").value.string_value = "a"
     per_span = make_traces(2, attrs={"spanrl.rollout_id": "b"})  # the key on the spans, not the resource
     runner = attempt_request(_attempt("c"), "run", 1, 2)
-    for req in (agent, per_span, runner, make_traces(4)):
+    server = make_traces(5, service="spanrl-serve")
+    server.resource_spans[0].scope_spans[0].scope.name = "spanrl.serve"  # the server the runner started
+    for req in (agent, per_span, runner, server, make_traces(4)):
         counts.observe("traces", req)
     counts.observe("logs", agent)
     assert (counts.get("a"), counts.get("b"), counts.get("c")) == (3, 2, 0)
+    assert counts.unkeyed == 4  # an SDK that dropped OTEL_RESOURCE_ATTRIBUTES: said, not silently lost
 
 
 def test_default_run_id_covers_command_policy_and_tasks(tmp_path: Path) -> None:
