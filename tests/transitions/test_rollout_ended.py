@@ -87,3 +87,28 @@ def test_runner_span_completes_at_once_and_the_empty_build_says_why(tmp_path: Pa
     stats = manifest["stats"]
     assert (stats["rollouts_settling"], stats["rollouts_unanchored"], stats["rollouts_complete"]) == (1, 1, 1)
     assert "wait for the settle window" not in built.output  # a snapshot was written: no excuses printed
+
+
+def test_a_runner_span_arriving_a_night_later_completes_the_rollout_as_a_rebuild_does(tmp_path: Path) -> None:
+    """Night 1 holds the agent's spans (waiting: --settle 1h); night 2 only the runner's span, in a
+    trace of its own: the incremental build must pull the rollout's older trace back in."""
+    from spanrl.transitions.snapshot import latest_manifest
+
+    now = time.time_ns()
+    t0 = now - 6 * S
+    inc, full = tmp_path / "inc", tmp_path / "full"
+    agent_line = json.dumps({"resourceSpans": [{"resource": {"attributes": [_kv("service.name", "agent")]},
+                                                "scopeSpans": [{"scope": {"name": "t"}, "spans": _agent("x", t0)}]}]})
+    nights = [agent_line + "\n", _runner_line("x", t0, now)]
+    for night, text in enumerate(nights):
+        for root in (inc, full):
+            (root / "otel").mkdir(parents=True, exist_ok=True)
+            (root / "otel" / f"traces-{night}.jsonl").write_text(text)
+        args = ["--settle", "1h", "--missing-reward", "zero"]
+        assert CliRunner().invoke(cli, ["ingest", "--data", str(inc), *args]).exit_code == 0
+        done = CliRunner().invoke(cli, ["ingest", "--data", str(full), "--rebuild", *args])
+        assert done.exit_code == 0, done.output
+    a, b = latest_manifest(inc), latest_manifest(full)
+    assert a["content_hash"] == b["content_hash"] and a["stats"]["rollouts_complete"] == 1
+    assert a["stats"]["stage2"]["mode"] == "incremental"
+    assert set(read_snapshot(inc)[0].column("rollout_id").to_pylist()) == {"x"}
