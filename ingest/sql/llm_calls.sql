@@ -56,32 +56,31 @@ grouped AS MATERIALIZED (
     JOIN span_keys AS k ON k.trace_id = m.trace_id AND k.span_id = m.span_id
     LEFT JOIN span_keys AS p ON p.trace_id = m.trace_id AND p.span_id = m.parent_span_id
 ),
-group_sizes AS MATERIALIZED (  -- per call of a trace, on the lean key columns only: members, time, where
-    SELECT trace_id, call_key, count(*) AS n, min(start_ns) AS s, max(end_ns) AS e,
-           coalesce(any_value(service_name), '') AS svc, min(scope_name) AS scope_lo, max(scope_name) AS scope_hi,
-           any_value(rid) AS rid
-    FROM grouped GROUP BY trace_id, call_key
+group_sizes AS (  -- members per call, on the lean key columns only
+    SELECT trace_id, call_key, count(*) AS n FROM grouped GROUP BY trace_id, call_key
 ),
 -- Twins: the same request recorded by two instrumentations whose spans the steps above cannot link
 -- (LangChain runs the client off the OTel context: the client instrumentation's span is a root in a
--- trace of its own). Only services whose calls carry more than one instrumentation scope, and calls
--- whose response id another trace's call also has, are looked at: on single-instrumentation traffic
--- both sets are empty and nothing below costs more than those two small aggregates.
+-- trace of its own). Only services whose calls carry more than one instrumentation scope, and
+-- response ids that more than one trace holds, are looked at: on single-instrumentation traffic
+-- both sets are empty and nothing below costs more than those two lean aggregates.
 twin_services AS (
-    SELECT svc FROM group_sizes GROUP BY svc HAVING min(scope_lo) <> max(scope_hi)
+    SELECT coalesce(service_name, '') AS svc FROM grouped GROUP BY 1 HAVING min(scope_name) <> max(scope_name)
 ),
 shared_rids AS (
-    SELECT rid FROM group_sizes WHERE rid IS NOT NULL GROUP BY rid HAVING count(*) > 1
+    SELECT rid FROM span_keys WHERE rid IS NOT NULL GROUP BY rid HAVING min(trace_id) <> max(trace_id)
 ),
-cand AS MATERIALIZED (  -- per such call: what identifies it (its members' evidence)
-    SELECT g.trace_id, g.call_key, any_value(z.s) AS s, any_value(z.e) AS e, any_value(z.svc) AS svc,
+cand AS MATERIALIZED (  -- per such call: its time, process, instrumentations and what identifies it
+    SELECT g.trace_id, g.call_key, min(g.start_ns) AS s, max(g.end_ns) AS e, coalesce(any_value(g.service_name), '') AS svc,
            any_value(g.res) AS res, list_sort(list(DISTINCT g.scope_name)) AS scopes, any_value(g.rid) AS rid,
            any_value(g.m_model) AS model, any_value(g.m_input_tokens) AS it, any_value(g.m_output_tokens) AS ot,
            any_value(spanrl_output_fp(g.output_message)) FILTER (WHERE g.output_message IS NOT NULL) AS out_fp,
            any_value(spanrl_input_fp(g.input_messages))
                FILTER (WHERE coalesce(json_array_length(g.input_messages), 0) > 0) AS in_fp
-    FROM grouped AS g JOIN group_sizes AS z ON z.trace_id = g.trace_id AND z.call_key = g.call_key
-    WHERE z.svc IN (SELECT svc FROM twin_services) OR z.rid IN (SELECT rid FROM shared_rids)
+    FROM grouped AS g
+    SEMI JOIN (SELECT DISTINCT trace_id, call_key FROM grouped
+               WHERE coalesce(service_name, '') IN (SELECT svc FROM twin_services)
+                  OR rid IN (SELECT rid FROM shared_rids)) AS w ON w.trace_id = g.trace_id AND w.call_key = g.call_key
     GROUP BY g.trace_id, g.call_key
 ),
 pairs AS (  -- candidate twins found by equality (hash joins): same output, same usage, same response id
@@ -159,7 +158,7 @@ multi_members AS (  -- members of calls seen twice or more, with the group they 
 ),
 multi AS (  -- a call seen twice or more: the best-ranked member, filled in from the others
     SELECT * EXCLUDE (all_spans),
-           list_filter(all_spans, lambda m: NOT (m.trace_id = trace_id AND m.span_id = span_id)) AS merged_spans
+           list_sort(list_filter(all_spans, lambda m: NOT (m.trace_id = trace_id AND m.span_id = span_id))) AS merged_spans
     FROM (
     SELECT arg_min(trace_id, place_key) AS trace_id,
            arg_min(span_id, place_key) AS span_id,
@@ -258,7 +257,7 @@ SELECT c.trace_id, c.span_id, c.parent_span_id, c.start_ns, c.end_ns, c.service_
        c.provider, c.model, coalesce(r.input_messages, c.input_messages) AS input_messages, c.output_message, c.tools,
        c.finish_reason, c.input_tokens, c.output_tokens, c.prompt_token_ids, c.response_token_ids, c.response_logprobs,
        c.temperature, c.response_id, c.status_code, coalesce(r.restored_messages, 0)::INTEGER AS restored_messages,
-       list_sort(c.merged_spans) AS merged_spans
+       c.merged_spans
 FROM calls AS c
 LEFT JOIN agents AS ag ON ag.trace_id = c.trace_id AND ag.call_span_id = c.span_id
 LEFT JOIN restored AS r ON r.trace_id = c.trace_id AND r.span_id = c.span_id
