@@ -77,6 +77,12 @@ def langgraph_parallel(base_url: str) -> str:
     return _react(base_url, [add, lookup], ask("2+3 and the weather in Paris?", [[ADD, LOOKUP], "5; rainy."]))
 
 
+def langgraph_two_instrumentations(base_url: str) -> str:
+    """The issue-24 setup: OpenInference LangChain and the official GenAI openai-v2 (content capture
+    off, its default) both active, so every model call is recorded twice."""
+    return _react(base_url, [add, lookup], ask("2+3, then the weather in Paris?", [[ADD], [LOOKUP], "5; rainy."]))
+
+
 def langgraph_streaming(base_url: str) -> str:
     return _react(base_url, [add, lookup], ask("2+3?", [[ADD], "5."]), streaming=True)
 
@@ -344,12 +350,17 @@ SCENARIOS: dict[str, tuple[str, Callable[[str], str]]] = {
         "openai-v2": [openai_parallel, openai_streaming, openai_fault_args_not_json, openai_blind_args_schema,
                       openai_fault_retry],
         "openai-v2-no-content": [openai_no_content],
+        "openinference-langchain+openai-v2-no-content": [langgraph_two_instrumentations],
     }.items() for fn in fns for name in [fn.__name__]}
 
 
 def instrument(name: str, provider: Any, logger_provider: Any) -> None:
-    """The instrumentation a scenario's users turn on (content capture on unless the name says off)."""
-    if name == "openinference-langchain":
+    """The instrumentation a scenario's users turn on (content capture on unless the name says off;
+    ``a+b``: both)."""
+    if "+" in name:
+        for one in name.split("+"):
+            instrument(one, provider, logger_provider)
+    elif name == "openinference-langchain":
         from openinference.instrumentation.langchain import LangChainInstrumentor
 
         LangChainInstrumentor().instrument(tracer_provider=provider)

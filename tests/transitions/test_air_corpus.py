@@ -54,7 +54,8 @@ CORRECT = sorted(set(SCENARIOS) - set(FAULTS) - set(BLIND))
 HANDOFFS = {"agents_handoff", "agents_streaming", "langgraph_handoff"}
 INSTRUMENTATION = {"openinference-langchain": "OpenInference LangChain", "openai-v2": "GenAI openai-v2",
                    "openinference-openai-agents": "OpenInference Agents SDK", "pydantic-ai": "Pydantic AI",
-                   "openai-v2-no-content": "GenAI openai-v2, no content"}
+                   "openai-v2-no-content": "GenAI openai-v2, no content",
+                   "openinference-langchain+openai-v2-no-content": "OpenInference LangChain + GenAI openai-v2, no content"}
 START, END = "<!-- air-corpus-table:start -->", "<!-- air-corpus-table:end -->"
 
 
