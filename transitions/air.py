@@ -2,7 +2,8 @@
 
 Agent Lightning's paper names AIR but ships no code for it. Here a rule is data, not Python: a name,
 a SQL predicate over ``_air_candidates`` (one row per span, plus one per tool call no span ran; see
-``sql/rewards/_air_candidates.sql``) and a value. Defaults live in ``air_defaults.toml``; users add or override rules in ``spanrl.toml``::
+``sql/rewards/_air_candidates.sql``) and a value. Defaults live in ``air_defaults.toml``; users add or
+override rules in ``spanrl.toml``::
 
     [air]
     defaults = true            # keep the built-in rules (default)
