@@ -34,13 +34,11 @@ calls AS (
            prompt IS NOT NULL
                AND count(*) OVER (PARTITION BY rollout_id, hash(prompt) ORDER BY start_ns, span_id
                                   ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) > 0 AS retried
-    FROM (SELECT *,
-                 CASE WHEN list_bool_or(list_transform(
-                               coalesce(TRY_CAST(json_extract(CAST(input_messages AS JSON), '$[*]') AS JSON[]), []),
-                               lambda m: coalesce(nullif(json_extract_string(m, '$.content'), '') NOT IN ('__REDACTED__')
-                                                  OR json_exists(m, '$.tool_calls'), false)))
-                      THEN CAST(input_messages AS VARCHAR) END AS prompt
-          FROM _rollout_calls)
+    FROM (SELECT *, CASE WHEN regexp_matches(replace(txt, '"__REDACTED__"', 'null'),
+                                             '"(content|tool_calls)":\s*("[^"]|\[)') THEN txt END AS prompt
+          -- content: some message has a non-empty content (text or parts) or tool calls; a text test on
+          -- the prompt the hash reads anyway (OpenInference's redaction marker counts as none)
+          FROM (SELECT *, CAST(input_messages AS VARCHAR) AS txt FROM _rollout_calls))
 ),
 tools AS (
     SELECT tc.trace_id, tc.span_id, tc.llm_span_id, tc.tool_name, tc.arguments, tc.result, tc.error_type,
