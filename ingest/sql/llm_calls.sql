@@ -93,7 +93,9 @@ pairs AS (  -- candidate twins found by equality (hash joins): same output, same
     UNION
     SELECT a.trace_id, a.call_key, b.trace_id, b.call_key FROM cand AS a JOIN cand AS b ON a.rid = b.rid
 ),
-edges AS (  -- each twin pair once (ta, ka before tb, kb), checked: overlapping in time, nothing differs
+edges AS (  -- each twin pair once (ta, ka before tb, kb), checked: overlapping in time, disjoint
+            -- instrumentation scopes (two attempts of one agent, each against its own fake server
+            -- numbering ids from 1, share response ids but never a scope set), nothing differs
     SELECT least_key.*
     FROM (SELECT CASE WHEN (p.ta, p.ka) < (p.tb, p.kb) THEN p.ta ELSE p.tb END AS ta,
                  CASE WHEN (p.ta, p.ka) < (p.tb, p.kb) THEN p.ka ELSE p.kb END AS ka,
@@ -103,12 +105,12 @@ edges AS (  -- each twin pair once (ta, ka before tb, kb), checked: overlapping 
           JOIN cand AS a ON a.trace_id = p.ta AND a.call_key = p.ka
           JOIN cand AS b ON b.trace_id = p.tb AND b.call_key = p.kb
           WHERE (p.ta, p.ka) <> (p.tb, p.kb) AND a.s <= b.e AND b.s <= a.e
-            AND (a.rid = b.rid
-                 OR (a.rid IS NULL OR b.rid IS NULL)
-                    AND a.svc = b.svc AND a.res = b.res AND NOT list_has_any(a.scopes, b.scopes)
+            AND NOT list_has_any(a.scopes, b.scopes)  -- one instrumentation records a request once
+            AND (a.out_fp IS NULL OR b.out_fp IS NULL OR a.out_fp = b.out_fp)
+            AND (a.in_fp IS NULL OR b.in_fp IS NULL OR a.in_fp = b.in_fp)
+            AND (a.rid = b.rid  -- a client and the serving engine may be two processes, name the model apart
+                 OR (a.rid IS NULL OR b.rid IS NULL) AND a.svc = b.svc AND a.res = b.res
                     AND (a.model IS NULL OR b.model IS NULL OR a.model = b.model)
-                    AND (a.out_fp IS NULL OR b.out_fp IS NULL OR a.out_fp = b.out_fp)
-                    AND (a.in_fp IS NULL OR b.in_fp IS NULL OR a.in_fp = b.in_fp)
                     AND (a.it IS NULL OR b.it IS NULL OR a.it = b.it)
                     AND (a.ot IS NULL OR b.ot IS NULL OR a.ot = b.ot))) AS least_key
     GROUP BY ALL
