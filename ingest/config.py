@@ -34,7 +34,8 @@ class IngestConfig:
     )
     task_key: str | None = field(default=None, metadata={"help": "Attribute that identifies a task."})
     credit: str = field(default="air", metadata={
-        "help": "air: the rollout's reward plus the AIR rewards each call caused | identical | discounted | last."})
+        "help": "air: AIR rewards join the reward the group is normalised over, and move each call by its own "
+                "| identical | discounted | last (docs/transitions.md, Credit)."})
     gamma: float = field(default=0.95, metadata={"help": "Discount for --credit discounted."})
     advantage: str = field(default="group", metadata={"help": "group | batch | none."})
     missing_reward: str = field(default="drop", metadata={"help": "drop | zero: rollouts without reward."})

@@ -31,7 +31,7 @@ from spanrl.ingest.load import lake_lock
 from spanrl.ingest.views import connect, lock_down, sql_literal  # stage 1 owns the lake views
 from spanrl.ingest.views import read_sql as read_lake_sql
 from spanrl.transitions.air import load_air_rules, rules_as_dicts
-from spanrl.transitions.credit import EPS, create_rollout_advantages
+from spanrl.transitions.credit import ADVANTAGE_COLUMNS, EPS, create_rollout_advantages
 from spanrl.transitions.incremental import (
     MAX_CLOSURE_ROUNDS,
     Plan,
@@ -198,7 +198,8 @@ def _compute(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, rules: list, pla
     _create(con, "transition_rows", "TABLE", read_sql("snapshot/transition_base"))
     con.execute("""CREATE OR REPLACE TEMP TABLE _rollout_adv AS
                    SELECT rollout_id, any_value(task_id) AS task_id, coalesce(any_value(final_reward), 0.0) AS r,
-                          NULL::DOUBLE AS a_r FROM transition_rows GROUP BY rollout_id""")
+                          NULL::DOUBLE AS a_r, NULL::DOUBLE AS s_mean, NULL::DOUBLE AS a_air, NULL::DOUBLE AS air_scale
+                   FROM transition_rows GROUP BY rollout_id""")
     # the stored rows carry their return; the advantage is the snapshot reader's (it moves with every night)
     con.execute("CREATE OR REPLACE TEMP TABLE transitions AS SELECT * REPLACE (NULL::DOUBLE AS advantage) FROM ("
                 + read_sql("snapshot/apply_advantages") + ")", {"credit": cfg.credit, "gamma": cfg.gamma})
@@ -288,6 +289,7 @@ def _snapshot(cfg: IngestConfig, state: dict[str, Any], config: dict[str, Any], 
     try:
         con.execute("SET enable_progress_bar = false")
         register_build_views(con, data, state)
+        _air_totals(con, data, state)
         create_rollout_advantages(con, cfg.advantage, EPS)
         stats = collect_stats(con, plan, cfg.settle_s, state)
         latest = latest_manifest(data)
@@ -295,7 +297,7 @@ def _snapshot(cfg: IngestConfig, state: dict[str, Any], config: dict[str, Any], 
         n_rows = stats["rows"]
         if n_rows == 0:
             return BuildResult("empty", None, None, 0, stats)
-        digest = con.execute(content_hash_sql("_digests", "_rollout_adv")).fetchall()[0][0]
+        digest = con.execute(content_hash_sql("_digests", "_rollout_adv", air=True)).fetchall()[0][0]
         if latest and latest.get("content_hash") == digest:
             sid = latest["snapshot_id"]
             return BuildResult("unchanged", sid, transitions_dir(data) / sid, n_rows, stats)
@@ -308,13 +310,27 @@ def _snapshot(cfg: IngestConfig, state: dict[str, Any], config: dict[str, Any], 
                                                   ).fetchall()[0][0]:
                     draft.link_part(part, seg)
             draft.write_index(con, "SELECT rollout_id, task_id, r, n_rows, digest FROM _digests",
-                              "SELECT rollout_id, task_id, r, a_r, baseline FROM _rollout_adv")
+                              f"SELECT {', '.join(ADVANTAGE_COLUMNS)} FROM _rollout_adv")
             _crash_point("before_commit")
             path = draft.commit(config, sources, stats, content_hash=digest)
             _crash_point("after_commit")
             return BuildResult("written", draft.snapshot_id, path, n_rows, stats)
     finally:
         con.close()
+
+
+def _air_totals(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any]) -> None:
+    """``_rollout_rewards`` with each rollout's AIR total ``s`` and call count ``n`` (what credit ``air``
+    puts into the group statistics): one pass over two narrow columns of the stored rows, in step
+    order so the float sum is the same whatever the thread schedule."""
+    parts = [str(tables_dir(data) / folder / "transitions.parquet") for _, folder in sorted(state["segments"].items())]
+    parts = [p for p in parts if Path(p).is_file()]
+    totals = (f"SELECT rollout_id, list_sum(list(coalesce(step_reward, 0.0) ORDER BY step)) AS s, count(*) AS n "
+              f"FROM read_parquet({sql_literal(parts)}) GROUP BY rollout_id" if parts
+              else "SELECT NULL::VARCHAR AS rollout_id, NULL::DOUBLE AS s, NULL::BIGINT AS n WHERE false")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _rollout_air AS {totals}")
+    con.execute("""CREATE OR REPLACE VIEW _rollout_rewards AS
+                   SELECT d.rollout_id, d.task_id, d.r, a.s, a.n FROM _digests d LEFT JOIN _rollout_air a USING (rollout_id)""")
 
 
 def _feedback_paths(data: Path, state: dict[str, Any]) -> list[Path]:

@@ -54,13 +54,51 @@ def _norm(values: Sequence[float], eps: float):
     return lambda v: (v - mean) / (std + eps)
 
 
-def step_credit(value: float, step_rewards: Sequence[float], credit: str, gamma: float) -> list[float]:
-    """Spread a rollout-level value (its return R or its advantage A) over its T calls.
+def air_rollout_advantages(
+    rewards: Mapping[str, float], step_rewards: Mapping[str, Sequence[float]], tasks: Mapping[str, str | None],
+    mode: str = "group", eps: float = EPS,
+) -> dict[str, tuple[float, float, float]]:
+    """AIR in the group statistics, per rollout: (a_air, air_scale, s_mean). The shaped reward
+    R = r + s (s: the sum of its calls' AIR rewards) goes through the same baseline as the outcome
+    (``rollout_advantages``); air_scale is the divisor that baseline used (1 for none or no spread)."""
+    shaped = {rid: rewards[rid] + sum(step_rewards[rid]) for rid in rewards}
+    a_air = rollout_advantages(shaped, tasks, mode, eps)
+    out = {}
+    for rid in rewards:
+        if mode == "none":
+            scale = 1.0
+        else:
+            task = tasks.get(rid)
+            peers = [r for r in shaped if mode == "group" and task is not None and tasks.get(r) == task]
+            values = [shaped[r] for r in (peers if len(peers) > 1 else shaped)]
+            std = _std(values)
+            scale = 1.0 if std < _ZERO_STD else std + eps
+        n = max(len(step_rewards[rid]), 1)
+        out[rid] = (a_air[rid], scale, sum(step_rewards[rid]) / n)
+    return out
 
-    identical: every call gets ``value``; last: only the last call; air (the default): every call
-    gets ``value`` plus the AIR reward r_t of the rules it set off itself (``value + r_t``), so with
-    no AIR hit it equals identical; discounted: gamma^(T-1-t) * value plus the AIR reward-to-go
-    sum_{k>=t} gamma^(k-t) * r_k.
+
+def _std(values: Sequence[float]) -> float:
+    n = len(values)
+    mean = sum(values) / n if n else 0.0
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+
+
+def air_step_advantages(a_air: float, scale: float, step_rewards: Sequence[float]) -> list[float]:
+    """Credit ``air``: the rollout's AIR-shaped group advantage, moved per call by how far the call's
+    own AIR reward sits from the rollout's mean, in the group's units: a_air + (r_t - mean r) / scale.
+    The calls' mean is a_air; the call that broke a tool is below its siblings."""
+    mean = sum(step_rewards) / max(len(step_rewards), 1)
+    return [a_air + (r - mean) / scale for r in step_rewards]
+
+
+def step_credit(value: float, step_rewards: Sequence[float], credit: str, gamma: float) -> list[float]:
+    """Spread a rollout-level value (its return R or, except for ``air``, its advantage A) over its T calls.
+
+    identical: every call gets ``value``; last: only the last call; air: every call gets ``value``
+    plus the AIR reward r_t of the rules it set off itself (``value + r_t``: the return; the air
+    advantage is ``air_step_advantages``); discounted: gamma^(T-1-t) * value plus the AIR
+    reward-to-go sum_{k>=t} gamma^(k-t) * r_k.
     """
     n = len(step_rewards)
     if credit == "identical":
@@ -93,14 +131,28 @@ def run_advantages(
 ) -> pa.Table:
     """Both steps over the relation ``transition_rows`` on ``con``, in (rollout_id, step) order."""
     con.execute("""CREATE OR REPLACE TEMP VIEW _rollout_rewards AS
-                   SELECT rollout_id, any_value(task_id) AS task_id, any_value(final_reward) AS r
+                   SELECT rollout_id, any_value(task_id) AS task_id, any_value(final_reward) AS r,
+                          list_sum(list(coalesce(step_reward, 0.0) ORDER BY step)) AS s, count(*) AS n
                    FROM transition_rows GROUP BY rollout_id""")
     create_rollout_advantages(con, advantage, eps)
     return apply_advantages(con, credit, gamma)
 
 
+# advantages.parquet columns since AIR joined the group statistics; a table written before has only
+# the first five, and its readers fill the rest with NULL (apply_advantages.sql then keeps the old air rule)
+ADVANTAGE_COLUMNS = ("rollout_id", "task_id", "r", "a_r", "baseline", "s", "s_mean", "a_air", "air_scale")
+AIR_COLUMNS = {"s": "DOUBLE", "s_mean": "DOUBLE", "a_air": "DOUBLE", "air_scale": "DOUBLE"}
+
+
+def with_air_columns(relation: str, names: Sequence[str]) -> str:
+    """SELECT over an advantages relation with the AIR columns it lacks as NULL (older snapshots)."""
+    missing = [f"NULL::{t} AS {c}" for c, t in AIR_COLUMNS.items() if c not in names]
+    return f"SELECT *{', ' if missing else ''}{', '.join(missing)} FROM {relation}"
+
+
 def create_rollout_advantages(con: duckdb.DuckDBPyConnection, advantage: str, eps: float = EPS) -> None:
-    """TEMP TABLE ``_rollout_adv`` (rollout_id, task_id, r, a_r, baseline) from ``_rollout_rewards``."""
+    """TEMP TABLE ``_rollout_adv`` (``ADVANTAGE_COLUMNS``) from ``_rollout_rewards`` (rollout_id,
+    task_id, r, s, n: the AIR total and the number of calls)."""
     con.execute("CREATE OR REPLACE TEMP TABLE _rollout_adv AS " + read_sql("snapshot/rollout_advantages"),
                 {"advantage": advantage, "eps": eps})
 

@@ -33,6 +33,7 @@ from spanrl import __version__
 from spanrl.errors import InputError
 from spanrl.publish import clean_drafts, draft_folder, publish, read_pointer, write_text_atomic
 from spanrl.sqlfiles import sql_literal
+from spanrl.transitions.credit import with_air_columns
 from spanrl.transitions.schema import COLUMNS, SCHEMA_VERSION, TRANSITION_SCHEMA, conform
 from spanrl.transitions.sqlfiles import read_sql
 
@@ -49,14 +50,23 @@ def new_snapshot_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
 
 
-def content_hash_sql(digests: str, advantages: str | None) -> str:
+def content_hash_sql(digests: str, advantages: str | None, air: bool = False) -> str:
     """SELECT of a snapshot's content hash from a digests relation (rollout_id, digest) and an
-    advantages relation (rollout_id, a_r) or None: sha256 over one line per rollout in rollout order,
-    ``rollout_id digest a_r`` (``-`` when the rows carry their own advantage)."""
+    advantages relation (rollout_id, a_r; with ``air``, also a_air and air_scale) or None: sha256 over
+    one line per rollout in rollout order, ``rollout_id digest a_r`` (``-`` when the rows carry their own
+    advantage) and, for tables that have them, `` a_air air_scale`` (so a snapshot written before AIR
+    joined the group statistics keeps its hash, and one written after differs from it)."""
     adv = f"LEFT JOIN {advantages} a USING (rollout_id)" if advantages else "LEFT JOIN (SELECT NULL::VARCHAR AS rollout_id, NULL::DOUBLE AS a_r) a USING (rollout_id)"
+    extra = (" || coalesce(' ' || CAST(a.a_air AS VARCHAR) || ' ' || CAST(a.air_scale AS VARCHAR), '')"
+             if advantages and air else "")
     return (f"SELECT sha256('spanrl-transitions-v{SCHEMA_VERSION}' || chr(10) || coalesce(string_agg("
-            f"d.rollout_id || ' ' || d.digest || ' ' || coalesce(CAST(a.a_r AS VARCHAR), '-'), chr(10) "
+            f"d.rollout_id || ' ' || d.digest || ' ' || coalesce(CAST(a.a_r AS VARCHAR), '-'){extra}, chr(10) "
             f"ORDER BY d.rollout_id), '')) FROM {digests} d {adv}")
+
+
+def _has_air_columns(path: Path) -> bool:
+    """Whether an advantages table was written with AIR in the group statistics (a_air, air_scale)."""
+    return "air_scale" in pq.read_schema(path).names
 
 
 def _parquet(paths: list[Path] | Path) -> str:
@@ -79,7 +89,8 @@ def content_hash(folder: Path) -> str:
         _rows_view(con, sorted(folder.glob("part-*.parquet")))
         con.execute("CREATE TEMP TABLE _digests AS " + read_sql("snapshot/rollout_digests"))
         adv = folder / ADVANTAGES
-        return con.execute(content_hash_sql("_digests", _parquet(adv) if adv.is_file() else None)).fetchall()[0][0]
+        return con.execute(content_hash_sql("_digests", _parquet(adv) if adv.is_file() else None,
+                                            adv.is_file() and _has_air_columns(adv))).fetchall()[0][0]
     finally:
         con.close()
 
@@ -125,8 +136,8 @@ class SnapshotDraft:
                 _rows_view(con, sorted(self.tmp_dir.glob("part-*.parquet")))
                 self.write_index(con, read_sql("snapshot/rollout_digests"), None)
             adv = self.tmp_dir / ADVANTAGES
-            return con.execute(content_hash_sql(_parquet(self.tmp_dir / DIGESTS),
-                                                _parquet(adv) if adv.is_file() else None)).fetchall()[0][0]
+            return con.execute(content_hash_sql(_parquet(self.tmp_dir / DIGESTS), _parquet(adv) if adv.is_file() else None,
+                                                adv.is_file() and _has_air_columns(adv))).fetchall()[0][0]
         finally:
             con.close()
 
@@ -273,7 +284,10 @@ def register_snapshot(con: duckdb.DuckDBPyConnection, data: Path | str, ref: str
     body = f"SELECT * FROM {name}_rows"
     if manifest.get("advantages"):
         config = manifest.get("config") or {}
-        con.register(f"{name}_adv", ds.dataset(str(folder / manifest["advantages"]), format="parquet"))
+        adv = ds.dataset(str(folder / manifest["advantages"]), format="parquet")
+        con.register(f"{name}_adv_table", adv)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name}_adv AS "
+                    + with_air_columns(f"{name}_adv_table", adv.schema.names))
         body = (read_sql("snapshot/apply_advantages").replace("transition_rows", f"{name}_rows")
                 .replace("_rollout_adv", f"{name}_adv").replace("$credit", sql_literal(config.get("credit", "air")))
                 .replace("$gamma", repr(float(config.get("gamma", 0.95)))))
@@ -321,7 +335,8 @@ def read_snapshot(data: Path | str, ref: str = "LATEST") -> tuple[pa.Table, dict
         adv = _parquet(folder / adv_name) if adv_name else None
         try:
             con.execute("CREATE TEMP TABLE _digests AS " + read_sql("snapshot/rollout_digests"))
-            read = con.execute(content_hash_sql("_digests", adv)).fetchall()[0][0]
+            air = bool(adv_name) and _has_air_columns(folder / adv_name)
+            read = con.execute(content_hash_sql("_digests", adv, air)).fetchall()[0][0]
             n = con.execute("SELECT coalesce(sum(n_rows), 0) FROM _digests").fetchall()[0][0]
         except duckdb.Error as exc:
             raise InputError(f"{folder}: corrupt snapshot ({str(exc).splitlines()[0]}); rebuild the snapshot") from None
@@ -348,7 +363,8 @@ def _with_advantages(con: duckdb.DuckDBPyConnection, adv: str | None, config: di
         return con.sql("SELECT * FROM transition_rows ORDER BY rollout_id, step").to_arrow_table()
     from spanrl.transitions.credit import apply_advantages
 
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _rollout_adv AS SELECT * FROM {adv}")
+    names = [d[0] for d in con.execute(f"SELECT * FROM {adv} LIMIT 0").description]
+    con.execute("CREATE OR REPLACE TEMP TABLE _rollout_adv AS " + with_air_columns(adv, names))
     return apply_advantages(con, config.get("credit", "air"), float(config.get("gamma", 0.95)))
 
 

@@ -149,11 +149,13 @@ def test_group_and_batch_advantages(lake) -> None:
     group = [rows[trace[i]][0]["advantage"] for i in range(8, 12)]
     sd = math.sqrt(1 / 3)
     assert group == pytest.approx([-0.5 / (sd + 1e-6), 0.5 / (sd + 1e-6)] * 2)
-    rewards = [rows[t][0]["final_reward"] for t in rows]
+    # the default credit (air) puts AIR into the statistics: each rollout's reward plus its AIR rewards
+    rewards = [rows[t][0]["final_reward"] + sum(s["step_reward"] for s in rows[t]) for t in rows]
+    assert sorted(rewards) != sorted(rows[t][0]["final_reward"] for t in rows)  # rollout 6's tool error counts
     mean = sum(rewards) / len(rewards)
     bsd = math.sqrt(sum((r - mean) ** 2 for r in rewards) / (len(rewards) - 1))
     single = rows[trace[0]][0]  # task seen once: batch baseline
-    assert single["advantage"] == pytest.approx((1.0 - mean) / (bsd + 1e-6))
+    assert single["step_reward"] == 0 and single["advantage"] == pytest.approx((1.0 - mean) / (bsd + 1e-6))
     # rollouts 2..6 ask the same first question without a task id: one task, by message hash
     hashed = {rows[trace[i]][0]["task_id"] for i in range(2, 7)}
     assert len(hashed) == 1 and hashed.pop().startswith("msg:")

@@ -10,7 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spanrl.transitions.credit import compute_advantages, rollout_advantages, run_advantages, step_credit
+from spanrl.transitions.credit import (
+    air_rollout_advantages,
+    air_step_advantages,
+    compute_advantages,
+    rollout_advantages,
+    run_advantages,
+    step_credit,
+)
 from spanrl.transitions.schema import TRANSITION_SCHEMA
 
 
@@ -55,24 +62,41 @@ def test_step_credit_discounted_by_hand() -> None:
     assert step_credit(1.0, [0.0, -0.5, 0.0], "discounted", 0.5) == pytest.approx([0.25 - 0.25, 0.5 - 0.5, 1.0])
 
 
-def test_air_credit_by_hand_adds_only_the_calls_own_air_reward() -> None:
-    """Task T, two rollouts: x (R=1, its 2nd of 3 calls sent bad arguments: AIR -0.5) and y (R=0).
-    Group advantage: mean 0.5, sample std 0.7071, so A_x = +0.7071, A_y = -0.7071; air credit then
-    adds r_t to the call that caused it and to no other (docs/transitions.md has this example)."""
+def test_air_credit_by_hand_puts_air_into_the_group_statistics() -> None:
+    """Task T, two rollouts: x (r=1, its 2nd of 3 calls sent bad arguments: AIR -0.5) and y (r=0).
+    Shaped rewards R = r + s: x 0.5, y 0; mean 0.25, sample std 0.3536, so a_air(x) = +0.7071 and
+    a_air(y) = -0.7071 (docs/transitions.md has this example). Within x, each call moves by its own AIR
+    reward minus x's mean AIR (-0.5/3), in the group's units (/ 0.3536): the call that broke the tool
+    is pushed down, its siblings up; x's mean advantage stays a_air(x). The return is r + r_t."""
     table = _rows([("x", "T", 1.0, [0.0, -0.5, 0.0]), ("y", "T", 0.0, [0.0, 0.0])])
     out = compute_advantages(table, credit="air", advantage="group").to_pylist()
-    a = 0.5 / (math.sqrt(0.5) + 1e-6)
+    sd = math.sqrt(0.125)
+    a, scale, mean = 0.25 / (sd + 1e-6), sd + 1e-6, -0.5 / 3
     assert [r["return"] for r in out] == pytest.approx([1.0, 0.5, 1.0, 0.0, 0.0])
-    assert [r["advantage"] for r in out] == pytest.approx([a, a - 0.5, a, -a, -a])
+    assert [r["advantage"] for r in out] == pytest.approx(
+        [a - mean / scale, a + (-0.5 - mean) / scale, a - mean / scale, -a, -a])
+    assert sum(r["advantage"] for r in out[:3]) / 3 == pytest.approx(a)
     same = compute_advantages(table, credit="identical", advantage="group").to_pylist()
-    assert [r["advantage"] for r in same] == pytest.approx([a, a, a, -a, -a])  # identical ignores AIR
+    a_r = 0.5 / (math.sqrt(0.5) + 1e-6)
+    assert [r["advantage"] for r in same] == pytest.approx([a_r, a_r, a_r, -a_r, -a_r])  # identical ignores AIR
 
 
-def test_air_credit_gives_a_signal_where_the_group_has_none() -> None:
-    """Every rollout of the task failed (zero variance: A = 0): only the call whose tool call failed
-    is pushed down, which is what lets a cycle of all-wrong answers still teach the tool format."""
+def test_air_credit_gives_a_signal_where_the_outcome_has_none() -> None:
+    """Every rollout of the task failed (the outcome has no spread): AIR alone ranks them, in unit
+    scale (x broke a tool, y did not), and inside x the breaking call is the lowest."""
     out = compute_advantages(_rows([("x", "T", 0.0, [-0.2, 0.0]), ("y", "T", 0.0, [0.0, 0.0])]), credit="air")
-    assert out["advantage"].to_pylist() == pytest.approx([-0.2, 0.0, 0.0, 0.0])
+    sd = math.sqrt(0.02)  # sample std of [-0.2, 0]
+    a, scale = 0.1 / (sd + 1e-6), sd + 1e-6
+    assert out["advantage"].to_pylist() == pytest.approx([-a - 0.1 / scale, -a + 0.1 / scale, a, a])
+    assert out["advantage"].to_pylist()[0] < min(out["advantage"].to_pylist()[1:])
+
+
+def test_air_without_any_hit_is_identical_credit() -> None:
+    table = _rows([("x", "T", 1.0, [0.0, 0.0]), ("y", "T", 0.0, [0.0]), ("z", None, 0.5, [0.0])])
+    for mode in ("group", "batch", "none"):
+        air = compute_advantages(table, credit="air", advantage=mode)["advantage"].to_pylist()
+        same = compute_advantages(table, credit="identical", advantage=mode)["advantage"].to_pylist()
+        assert air == pytest.approx(same, abs=1e-12), mode
 
 
 def test_default_credit_is_air() -> None:
@@ -95,7 +119,9 @@ def test_sql_matches_pure_maths(rollouts, credit, advantage, gamma) -> None:
     spec = [(f"r{i}", task, reward, steps) for i, (task, reward, steps) in enumerate(rollouts)]
     out = compute_advantages(_rows(spec), credit=credit, gamma=gamma, advantage=advantage).to_pylist()
     rewards = {rid: (reward or 0.0) for rid, _, reward, _ in spec}
-    a_r = rollout_advantages(rewards, {rid: task for rid, task, _, _ in spec}, advantage)
+    tasks = {rid: task for rid, task, _, _ in spec}
+    a_r = rollout_advantages(rewards, tasks, advantage)
+    air = air_rollout_advantages(rewards, {rid: steps for rid, _, _, steps in spec}, tasks, advantage)
     by_rollout: dict[str, list[dict]] = {}
     for row in out:
         by_rollout.setdefault(row["rollout_id"], []).append(row)
@@ -103,13 +129,15 @@ def test_sql_matches_pure_maths(rollouts, credit, advantage, gamma) -> None:
         rows = by_rollout[rid]
         assert [r["step"] for r in rows] == list(range(len(steps)))
         assert [r["return"] for r in rows] == pytest.approx(step_credit(rewards[rid], steps, credit, gamma), abs=1e-9)
-        assert [r["advantage"] for r in rows] == pytest.approx(step_credit(a_r[rid], steps, credit, gamma), abs=1e-6)
+        expected = (air_step_advantages(air[rid][0], air[rid][1], steps) if credit == "air"
+                    else step_credit(a_r[rid], steps, credit, gamma))
+        assert [r["advantage"] for r in rows] == pytest.approx(expected, abs=1e-6)
         if credit == "identical":
             assert all(r["return"] == rewards[rid] for r in rows)
         if credit == "air":  # the rollout's return plus this call's own AIR reward, nothing else
             assert [r["return"] - rewards[rid] for r in rows] == pytest.approx(steps, abs=1e-9)
-            if not any(steps):
-                assert [r["advantage"] for r in rows] == pytest.approx([a_r[rid]] * len(steps), abs=1e-12)
+            if not any(x for _, _, _, xs in spec for x in xs):  # no AIR hit anywhere: identical credit
+                assert [r["advantage"] for r in rows] == pytest.approx([a_r[rid]] * len(steps), abs=1e-9)
     if advantage == "group" and credit == "identical":
         per_task: dict[str, list[float]] = {}
         for rid, task, _, _ in spec:

@@ -77,3 +77,35 @@ def test_the_same_input_under_another_data_root_gives_the_same_hash(tmp_path: Pa
         sources.append(sorted(set(pc.list_flatten(table["source_files"]).to_pylist())))
     assert sources[0] == sources[1] == ["otel/traces-2026-01-01T00-00-00.000.jsonl"]
     assert hashes[0] == hashes[1]
+
+
+def test_a_snapshot_written_before_air_joined_the_group_statistics_reads_as_it_was_built(tmp_path: Path) -> None:
+    """Its advantages table has no a_air/air_scale: its hash is the old line format and credit `air`
+    keeps the rule it was built with (A_r + r_t), not today's; a new build writes the new columns."""
+    from spanrl.transitions.snapshot import resolve_snapshot
+
+    data = tmp_path / "data"
+    lines = _llm_lines()
+    write_lines(data / "otel" / "traces-2026-01-01T00-00-00.000.jsonl", lines)
+    assert CliRunner().invoke(cli, ["ingest", "--data", str(data), "--settle", "0s"]).exit_code == 0
+    folder = resolve_snapshot(data, "LATEST")
+    adv_path = folder / "advantages.parquet"
+    adv = pq.read_table(adv_path)
+    assert {"a_air", "air_scale", "s_mean"} <= set(adv.column_names)
+    new_hash = json.loads((folder / "manifest.json").read_text())["content_hash"]
+    # make it an old snapshot: the five columns of before, an AIR reward on one call, the hash it had
+    pq.write_table(adv.select(["rollout_id", "task_id", "r", "a_r", "baseline"]), adv_path)
+    part = sorted(folder.glob("part-*.parquet"))[0]
+    rows = pq.read_table(part)
+    i = rows.column_names.index("step_reward")
+    rows = rows.set_column(i, rows.schema.field(i), pa.array([-0.5] + [0.0] * (rows.num_rows - 1), pa.float64()))
+    pq.write_table(rows, part)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["content_hash"] = content_hash(folder)
+    assert manifest["content_hash"] != new_hash
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    table, read = read_snapshot(data)
+    assert read["content_hash_read"] == manifest["content_hash"]
+    a_r = dict(zip(adv["rollout_id"].to_pylist(), adv["a_r"].to_pylist(), strict=True))
+    for row in table.to_pylist():
+        assert row["advantage"] == pytest.approx(a_r[row["rollout_id"]] + row["step_reward"])

@@ -2,9 +2,13 @@
 -- Returns and advantages of transition rows (relation transition_rows) from their rollout's reward
 -- and advantage (relation _rollout_adv: rollout_id, r, a_r; rollout_advantages.sql). Re-runnable
 -- over a snapshot on its own (DESIGN §10); every reader of a snapshot fills `advantage` this way.
---   credit  identical: return = r, advantage = A_r on every call; air: return = r + r_t,
---           advantage = A_r + r_t with r_t = step_reward, the AIR rewards this call caused itself
---           (identical when no rule fired); last: only the last call gets r, A_r (others 0);
+--   credit  identical: return = r, advantage = A_r on every call; air: return = r + r_t with
+--           r_t = step_reward, the AIR rewards this call set off itself; advantage = a_air +
+--           (r_t - s_mean) / air_scale: the rollout's AIR-shaped group advantage (AIR is part of the
+--           group statistics, rollout_advantages.sql), moved within the rollout towards the calls
+--           that did not break anything and away from the one that did, in the group's own units
+--           (identical when no rule fired in the group; snapshots written before air_scale existed:
+--           A_r + r_t); last: only the last call gets r, A_r (others 0);
 --           discounted: return = gamma^(T-1-t) * r + AIR reward-to-go,
 --           advantage = gamma^(T-1-t) * A_r + AIR reward-to-go.
 WITH to_go AS (
@@ -24,7 +28,8 @@ SELECT tr.* REPLACE (
     END AS "return",
     CASE $credit
         WHEN 'identical' THEN adv.a_r
-        WHEN 'air' THEN adv.a_r + coalesce(tr.step_reward, 0.0)
+        WHEN 'air' THEN CASE WHEN adv.air_scale IS NULL THEN adv.a_r + coalesce(tr.step_reward, 0.0)
+                             ELSE adv.a_air + (coalesce(tr.step_reward, 0.0) - adv.s_mean) / adv.air_scale END
         WHEN 'last' THEN CASE WHEN tr.is_last THEN adv.a_r ELSE 0.0 END
         ELSE pow($gamma, tr.n_steps - 1 - tr.step) * adv.a_r + coalesce(g.air_to_go, 0.0)
     END AS advantage
