@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -68,5 +67,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    shutil.rmtree(HERE / "__pycache__", ignore_errors=True)
     main()
