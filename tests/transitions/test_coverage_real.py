@@ -52,10 +52,13 @@ def test_calls_without_content_are_counted_hinted_and_listed(capture_off) -> Non
     assert (group["without_input"], group["without_output"]) == (2, 2)
     assert "gen_ai.request.model" in group["attribute_keys"] and group["conventions"] == ["genai_semconv"]
     con = connect(data, stage2=False)
-    listed = con.execute("SELECT trace_id, span_id FROM coverage ORDER BY span_id").fetchall()
+    listed = con.execute("SELECT trace_id, span_id FROM coverage WHERE missing_input OR missing_output ORDER BY span_id").fetchall()
     chat_spans = con.execute("SELECT trace_id, span_id FROM spans WHERE trace_id = ? AND name LIKE 'chat %' ORDER BY span_id",
                              [runs["openai-v2-no-content"]["trace_id"]]).fetchall()
     assert listed == chat_spans and len(listed) == 2
+    # util-genai SPAN_ONLY records the tool call but not the tool definitions: counted, not silent
+    no_schema = con.execute("SELECT trace_id FROM coverage WHERE missing_tool_schema").fetchall()
+    assert no_schema == [(runs["openai-v2-latest"]["trace_id"],)] and stats["llm_calls_without_tool_schema"] == 1
     # the readable run became transitions; the capture-off run's calls could not
     table, _ = read_snapshot(data)
     assert set(table.column("rollout_id").to_pylist()) == {"r-openai-v2-latest"}
