@@ -125,7 +125,7 @@ SELECT trace_id, {_span_id('k')} AS span_id, {_span_id(3)} AS llm_span_id,
        CASE k WHEN 4 THEN 'search' ELSE 'fetch' END AS tool_name, NULL::VARCHAR AS arguments,
        NULL::VARCHAR AS result, CASE WHEN k = 4 AND tool_fails THEN 'ERROR' ELSE 'UNSET' END AS status_code,
        CASE WHEN k = 4 AND tool_fails THEN 'tool failed' END AS error_type,
-       {START} AS start_ns, {END} AS end_ns, NULL::VARCHAR AS tool_call_id
+       {START} AS start_ns, {END} AS end_ns, NULL::VARCHAR AS tool_call_id, false AS is_handoff
 FROM r, range(4, 6) s(k)
 WHERE k = 4 OR n % 2 = 1
 """
