@@ -7,7 +7,8 @@ together with its protocol, general and per signal (``opentelemetry-distro`` def
 per-signal value the user left in the environment wins over a general one: either would send every
 span to a port that does not speak it, lost without a word). A timeout sends
 SIGTERM to the whole group (the SDK's exit hooks may still flush spans), then SIGKILL after a grace
-period; whatever the agent left running in its group is killed when it exits, too.
+period; whatever the agent left running is killed when it exits, in its group or not (``reaper``).
+Its stdout and stderr are read as they come and kept bounded (``capture``: head and tail).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import time
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
+from spanrl.rollout.capture import CHUNK, capture
+from spanrl.rollout.reaper import kill_attempt
 from spanrl.rollout.runs import FAILED, OK, TIMEOUT, Attempt
 from spanrl.rollout.tasks import Task
 
@@ -70,7 +73,7 @@ def otlp_env(endpoint: str, protocol: str) -> dict[str, str]:
 
 
 def agent_env(base: dict[str, str], att: Attempt, otlp: str, policy_url: str,
-              protocol: str = "http/protobuf") -> dict[str, str]:
+              protocol: str = "http/protobuf", run_id: str | None = None) -> dict[str, str]:
     env = dict(base)
     env.update(otlp_env(otlp, protocol))
     env["OTEL_RESOURCE_ATTRIBUTES"] = resource_attributes(base.get("OTEL_RESOURCE_ATTRIBUTES"),
@@ -80,24 +83,34 @@ def agent_env(base: dict[str, str], att: Attempt, otlp: str, policy_url: str,
     env["SPANRL_TASK_INPUT"] = att.task.input
     env["SPANRL_TASK_ID"] = att.task.task_id
     env["SPANRL_ROLLOUT_ID"] = att.rollout_id
+    # every descendant inherits these, setsid or not: how the reaper finds what an attempt left behind
+    env["SPANRL_RUN_ID"] = run_id or att.rollout_id
+    env["SPANRL_RUNNER_PID"] = str(os.getpid())
     return env
 
 
 async def run_attempt(att: Attempt, command: list[str], env: dict[str, str], paths: tuple[Path, Path, Path],
                       timeout_s: float, kill_grace_s: float) -> tuple[int, int]:
-    """Run the agent once; fills ``att`` (status, exit code, stderr tail, output hash); (start_ns, end_ns)."""
+    """Run the agent once; fills ``att`` (status, exit code, stderr tail, output hash and sizes);
+    (start_ns, end_ns). Its output is read as it comes and kept bounded (``capture``); when it ends,
+    its group and every process tagged with its rollout id (``setsid`` descendants too) are killed."""
     stdin_path, out_path, err_path = paths
     stdin_path.write_text(att.task.input)
     start_ns, t0 = time.time_ns(), time.monotonic()
-    with open(stdin_path, "rb") as fin, open(out_path, "wb") as fout, open(err_path, "wb") as ferr:
+    with open(stdin_path, "rb") as fin:
         try:
-            proc = await asyncio.create_subprocess_exec(*substitute(command, att.task), stdin=fin, stdout=fout,
-                                                        stderr=ferr, env=env, start_new_session=True)
+            proc = await asyncio.create_subprocess_exec(*substitute(command, att.task), stdin=fin,
+                                                        stdout=asyncio.subprocess.PIPE,
+                                                        stderr=asyncio.subprocess.PIPE, env=env,
+                                                        start_new_session=True, limit=CHUNK)
         except OSError as exc:  # not found, not executable: a failed attempt, not a crash of the runner
-            ferr.write(f"spanrl rollout: cannot start {command[0]!r}: {exc}\n".encode())
+            err_path.write_bytes(f"spanrl rollout: cannot start {command[0]!r}: {exc}\n".encode())
+            out_path.write_bytes(b"")
             att.status, att.exit_code = FAILED, 127
             proc = None
         if proc is not None:
+            assert proc.stdout is not None and proc.stderr is not None
+            readers = asyncio.gather(capture(proc.stdout, out_path), capture(proc.stderr, err_path))
             try:
                 att.exit_code = await asyncio.wait_for(proc.wait(), timeout_s)
                 att.status = OK if att.exit_code == 0 else FAILED
@@ -106,9 +119,20 @@ async def run_attempt(att: Attempt, command: list[str], env: dict[str, str], pat
                 att.exit_code = await _kill_group(proc, kill_grace_s)
             finally:
                 _signal_group(proc.pid, signal.SIGKILL)  # leftovers the agent started in its group
+                att.extra["descendants_killed"] = kill_attempt(att.rollout_id)  # and those that left it
+            try:  # the pipes close once every holder is dead; a holder that escaped the tags cannot block us
+                out, err = await asyncio.wait_for(readers, max(kill_grace_s, 1.0))
+            except TimeoutError:
+                readers.cancel()
+                out = err = None
+            if out is not None and err is not None:
+                att.output_sha256 = out.sha256
+                att.extra.update(stdout_bytes=out.total, stdout_kept=out.kept, stderr_bytes=err.total,
+                                 stderr_kept=err.kept)
     att.duration_s = time.monotonic() - t0
     att.stderr_tail = _tail(err_path)
-    att.output_sha256 = hashlib.sha256(out_path.read_bytes()).hexdigest()
+    if att.output_sha256 is None:
+        att.output_sha256 = hashlib.sha256(out_path.read_bytes() if out_path.is_file() else b"").hexdigest()
     return start_ns, time.time_ns()
 
 
@@ -129,6 +153,8 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 
 def _tail(path: Path) -> str:
+    if not path.is_file():
+        return ""
     with open(path, "rb") as fh:
         fh.seek(max(0, path.stat().st_size - STDERR_TAIL_BYTES))
         return fh.read().decode(errors="replace")

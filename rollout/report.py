@@ -24,6 +24,13 @@ def print_summary(s: RunSummary, console: Console) -> None:
         table.add_row("agent spans", _agent_spans(s))
     if s.scored or s.score_failures:
         table.add_row("scored", f"{s.scored} -> {s.feedback_file}; {s.score_failures} scorer failure(s)")
+    if s.statuses:
+        kept = (f"{_mb(s.output_kept)} kept of {_mb(s.output_bytes)} printed (head and tail of each stream)"
+                if s.output_bytes > s.output_kept else f"{_mb(s.output_bytes)} printed, all kept")
+        table.add_row("agent output", kept)
+    if s.descendants_killed or s.orphans_stopped:
+        table.add_row("processes stopped", f"{s.descendants_killed} left running by attempts; "
+                      f"{len(s.orphans_stopped)} agent(s) of an earlier, killed runner of this run")
     table.add_row("run folder", str(s.run_dir))
     console.print(table)
     for att in s.failures[:SHOWN_FAILURES]:
@@ -56,6 +63,10 @@ def print_summary(s: RunSummary, console: Console) -> None:
                       "the agent builds its OTel Resource without OTEL_RESOURCE_ATTRIBUTES (use "
                       "Resource.create(...), which reads it), so they cannot join their rollout",
                       soft_wrap=True, highlight=False)
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n:,} B"
 
 
 def _agent_spans(s: RunSummary) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from spanrl.rollout.config import RolloutConfig
 from spanrl.rollout.process import agent_env, otlp_protocol, run_attempt, run_scorer
+from spanrl.rollout.reaper import reap_orphans
 from spanrl.rollout.runs import OK, Attempt, RunLog, derive_run_id, plan_run, rollout_id_for
 from spanrl.rollout.services import Otlp, embedded_collector, latest_adapter, policy_id, started_server
 from spanrl.rollout.spans import attempt_request, post_spans
@@ -54,6 +55,10 @@ class RunSummary:
     agent_spans: dict[str, int] = field(default_factory=dict)  # rollout id -> spans its agent sent (this run)
     ok_ids: set[str] = field(default_factory=set)
     spans_without_rollout_id: int = 0  # agent spans the collector got with no rollout id (not attributable)
+    output_bytes: int = 0  # what this invocation's agents printed (stdout + stderr), and how much of it was kept
+    output_kept: int = 0
+    descendants_killed: int = 0  # processes an attempt left running (setsid ones included), killed at its end
+    orphans_stopped: list[str] = field(default_factory=list)  # a dead runner's agents stopped before resuming
 
     @property
     def without_agent_spans(self) -> list[str]:
@@ -80,6 +85,8 @@ class RunSummary:
                                                     if self.spans_checked else None),
                 "without_agent_spans": missing[:100] if self.spans_checked else None,
                 "spans_without_rollout_id": self.spans_without_rollout_id if self.spans_checked else None,
+                "output_bytes": self.output_bytes, "output_kept": self.output_kept,
+                "descendants_killed": self.descendants_killed, "orphans_stopped": self.orphans_stopped,
                 "nothing_succeeded": self.nothing_succeeded}
 
 
@@ -126,6 +133,7 @@ def run_rollouts(cfg: RolloutConfig, on_plan: Callable[[int], None] | None = Non
     if on_plan:
         on_plan(len(plan.todo))
     if plan.todo:
+        summary.orphans_stopped = reap_orphans(run_id)  # a killed runner's agents, before their samples rerun
         with _endpoints(cfg, log.dir) as (otlp, policy):
             summary.otlp, summary.otlp_protocol = otlp.endpoint, otlp.protocol
             summary.spans_checked = otlp.counts is not None
@@ -170,9 +178,12 @@ async def _run_all(cfg: RolloutConfig, log: RunLog, todo: list[tuple[Task, int, 
 async def _one_attempt(cfg: RolloutConfig, log: RunLog, att: Attempt, otlp: Otlp, policy: str,
                        summary: RunSummary) -> None:
     log.start(att)
-    env = agent_env({**os.environ, **cfg.env}, att, otlp.endpoint, policy, otlp.protocol)
+    env = agent_env({**os.environ, **cfg.env}, att, otlp.endpoint, policy, otlp.protocol, run_id=summary.run_id)
     start_ns, end_ns = await run_attempt(att, cfg.command, env, log.log_paths(att.rollout_id), cfg.timeout_s,
                                          cfg.kill_grace_s)
+    summary.output_bytes += att.extra.get("stdout_bytes", 0) + att.extra.get("stderr_bytes", 0)
+    summary.output_kept += att.extra.get("stdout_kept", 0) + att.extra.get("stderr_kept", 0)
+    summary.descendants_killed += att.extra.get("descendants_killed", 0)
     if otlp.counts is not None:  # the process has exited: whatever its SDK flushed is on disk and counted
         att.agent_spans = summary.agent_spans[att.rollout_id] = otlp.counts.get(att.rollout_id)
     error = await asyncio.to_thread(post_spans, otlp.endpoint, attempt_request(att, summary.run_id, start_ns, end_ns),

@@ -59,7 +59,7 @@ class Attempt:
                 "attempt": self.attempt, "status": self.status, "exit_code": self.exit_code,
                 "duration_s": round(self.duration_s, 3), "stderr_tail": self.stderr_tail or None,
                 "output_sha256": self.output_sha256, "score": self.score, "score_error": self.score_error,
-                "agent_spans": self.agent_spans, "ts": time.time()}
+                "agent_spans": self.agent_spans, **self.extra, "ts": time.time()}
 
 
 class RunLog:
