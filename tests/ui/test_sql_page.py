@@ -52,6 +52,8 @@ def test_a_huge_result_streams_under_the_memory_limit(ui_data: Path) -> None:
         peak = _peak_rss_mb(proc.pid)
         print(f"spanrl ui peak RSS after the 200M-row query: {peak:.0f} MB")
         assert peak < 512 + 256
+        now = int(re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{proc.pid}/status").read_text())[1]) / 1024
+        assert now < 512, f"{now:.0f} MB still held after the query"  # the result is not kept
     finally:
         proc.terminate()
         proc.wait(timeout=30)
