@@ -83,15 +83,28 @@ cand AS MATERIALIZED (  -- per such call: its time, process, instrumentations an
                   OR rid IN (SELECT rid FROM shared_rids)) AS w ON w.trace_id = g.trace_id AND w.call_key = g.call_key
     GROUP BY g.trace_id, g.call_key
 ),
-pairs AS (  -- candidate twins found by equality (hash joins): same output, same usage, same response id
-    SELECT a.trace_id AS ta, a.call_key AS ka, b.trace_id AS tb, b.call_key AS kb
-    FROM cand AS a JOIN cand AS b ON a.svc = b.svc AND a.res = b.res AND a.out_fp = b.out_fp
-    UNION
-    SELECT a.trace_id, a.call_key, b.trace_id, b.call_key  -- content captured by one instrumentation only
-    FROM cand AS a JOIN cand AS b ON a.svc = b.svc AND a.res = b.res AND a.it = b.it AND a.ot = b.ot
-    WHERE a.out_fp IS NULL AND a.in_fp IS NULL AND (b.out_fp IS NOT NULL OR b.in_fp IS NOT NULL)
-    UNION
-    SELECT a.trace_id, a.call_key, b.trace_id, b.call_key FROM cand AS a JOIN cand AS b ON a.rid = b.rid
+evidence AS (  -- per call, the keys a twin must share with it: its output, its usage (for a twin
+               -- without content), its response id
+    SELECT trace_id, call_key, s, e, 'o' || svc || chr(31) || res || chr(31) || out_fp AS k, 0 AS side FROM cand WHERE out_fp IS NOT NULL
+    UNION ALL
+    SELECT trace_id, call_key, s, e, 't' || svc || chr(31) || res || chr(31) || it || chr(31) || ot,
+           CASE WHEN out_fp IS NULL AND in_fp IS NULL THEN 1 ELSE 2 END
+    FROM cand WHERE it IS NOT NULL AND ot IS NOT NULL
+    UNION ALL
+    SELECT trace_id, call_key, s, e, 'r' || rid, 0 FROM cand WHERE rid IS NOT NULL
+),
+clustered AS (  -- runs of calls with one key whose time intervals overlap one after the other: twins
+                -- overlap, so only calls of one run are paired (identical requests made all day long
+                -- are not compared with each other)
+    SELECT *, sum(starts) OVER (PARTITION BY k ORDER BY s, trace_id, call_key) AS run
+    FROM (SELECT *, CASE WHEN s > max(e) OVER (PARTITION BY k ORDER BY s, trace_id, call_key
+                                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) THEN 1 ELSE 0 END AS starts
+          FROM evidence)
+),
+pairs AS (  -- candidate twins: a key and a run in common (usage only between a content-less call and one with content)
+    SELECT DISTINCT a.trace_id AS ta, a.call_key AS ka, b.trace_id AS tb, b.call_key AS kb
+    FROM clustered AS a JOIN clustered AS b ON a.k = b.k AND a.run = b.run
+    WHERE (a.trace_id, a.call_key) < (b.trace_id, b.call_key) AND a.side + b.side IN (0, 3)
 ),
 edges AS (  -- each twin pair once (ta, ka before tb, kb), checked: overlapping in time, disjoint
             -- instrumentation scopes (two attempts of one agent, each against its own fake server
