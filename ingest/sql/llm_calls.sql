@@ -106,27 +106,22 @@ pairs AS (  -- candidate twins: a key and a run in common (usage only between a 
     FROM clustered AS a JOIN clustered AS b ON a.k = b.k AND a.run = b.run
     WHERE (a.trace_id, a.call_key) < (b.trace_id, b.call_key) AND a.side + b.side IN (0, 3)
 ),
-edges AS (  -- each twin pair once (ta, ka before tb, kb), checked: overlapping in time, disjoint
-            -- instrumentation scopes (two attempts of one agent, each against its own fake server
-            -- numbering ids from 1, share response ids but never a scope set), nothing differs
-    SELECT least_key.*
-    FROM (SELECT CASE WHEN (p.ta, p.ka) < (p.tb, p.kb) THEN p.ta ELSE p.tb END AS ta,
-                 CASE WHEN (p.ta, p.ka) < (p.tb, p.kb) THEN p.ka ELSE p.kb END AS ka,
-                 CASE WHEN (p.ta, p.ka) < (p.tb, p.kb) THEN p.tb ELSE p.ta END AS tb,
-                 CASE WHEN (p.ta, p.ka) < (p.tb, p.kb) THEN p.kb ELSE p.ka END AS kb
-          FROM pairs AS p
-          JOIN cand AS a ON a.trace_id = p.ta AND a.call_key = p.ka
-          JOIN cand AS b ON b.trace_id = p.tb AND b.call_key = p.kb
-          WHERE (p.ta, p.ka) <> (p.tb, p.kb) AND a.s <= b.e AND b.s <= a.e
-            AND NOT list_has_any(a.scopes, b.scopes)  -- one instrumentation records a request once
-            AND (a.out_fp IS NULL OR b.out_fp IS NULL OR a.out_fp = b.out_fp)
-            AND (a.in_fp IS NULL OR b.in_fp IS NULL OR a.in_fp = b.in_fp)
-            AND (a.rid = b.rid  -- a client and the serving engine may be two processes, name the model apart
-                 OR (a.rid IS NULL OR b.rid IS NULL) AND a.svc = b.svc AND a.res = b.res
-                    AND (a.model IS NULL OR b.model IS NULL OR a.model = b.model)
-                    AND (a.it IS NULL OR b.it IS NULL OR a.it = b.it)
-                    AND (a.ot IS NULL OR b.ot IS NULL OR a.ot = b.ot))) AS least_key
-    GROUP BY ALL
+edges AS (  -- the candidate pairs that are twins: overlapping in time, disjoint instrumentation
+            -- scopes (two attempts of one agent, each against its own fake server numbering ids from
+            -- 1, share response ids but never a scope set), nothing present on both sides differs
+    SELECT p.ta, p.ka, p.tb, p.kb
+    FROM pairs AS p
+    JOIN cand AS a ON a.trace_id = p.ta AND a.call_key = p.ka
+    JOIN cand AS b ON b.trace_id = p.tb AND b.call_key = p.kb
+    WHERE a.s <= b.e AND b.s <= a.e
+      AND NOT list_has_any(a.scopes, b.scopes)  -- one instrumentation records a request once
+      AND (a.out_fp IS NULL OR b.out_fp IS NULL OR a.out_fp = b.out_fp)
+      AND (a.in_fp IS NULL OR b.in_fp IS NULL OR a.in_fp = b.in_fp)
+      AND (a.rid = b.rid  -- a client and the serving engine: maybe two processes naming the model apart
+           OR (a.rid IS NULL OR b.rid IS NULL) AND a.svc = b.svc AND a.res = b.res  -- else one process
+              AND (a.model IS NULL OR b.model IS NULL OR a.model = b.model)
+              AND (a.it IS NULL OR b.it IS NULL OR a.it = b.it)
+              AND (a.ot IS NULL OR b.ot IS NULL OR a.ot = b.ot))
 ),
 links AS (  -- the twin pairs both ways
     SELECT ta AS t1, ka AS k1, tb AS t2, kb AS k2 FROM edges UNION ALL SELECT tb, kb, ta, ka FROM edges
@@ -137,7 +132,7 @@ reach(t, k, rt, rk) AS (  -- connected sets of twins (tiny: only calls with a tw
     SELECT r.t, r.k, l.t2, l.k2 FROM reach AS r JOIN links AS l ON l.t1 = r.rt AND l.k1 = r.rk
 ),
 slots AS (  -- within a connected set, the n-th call of each instrumentation (by start) pairs with the n-th of the others
-    SELECT r.t, r.k, r.comp || chr(31) || row_number() OVER (PARTITION BY r.comp, c.scopes ORDER BY c.s, r.t, r.k) AS gk
+    SELECT r.t, r.k, chr(30) || r.comp || chr(31) || row_number() OVER (PARTITION BY r.comp, c.scopes ORDER BY c.s, r.t, r.k) AS gk
     FROM (SELECT t, k, min(rt || chr(31) || rk) AS comp FROM reach GROUP BY t, k) AS r
     JOIN cand AS c ON c.trace_id = r.t AND c.call_key = r.k
 ),
