@@ -8,6 +8,8 @@ trace it, exporting OTLP/HTTP to ``$OTEL_EXPORTER_OTLP_ENDPOINT``:
                   semconv spans ``invoke_agent`` / ``chat`` / ``execute_tool`` with JSON messages
   openai-agents   the OpenAI Agents SDK (chat-completions model) traced by
                   openinference-instrumentation-openai-agents (OpenInference ``generation`` spans)
+  openai-agents+openai  the same plus OpenInference's OpenAI client instrumentation: every call
+                  recorded twice, the client span holding the tool definitions the SDK's spans lack
 
 Neither knows about spanrl except ``spanrl.emit_reward`` (``--reward R``), called inside a root span
 ``run`` that makes the whole run one trace. Prints ``{"trace_id": ..., "output": ...}``.
@@ -40,12 +42,16 @@ def run_pydantic_ai(base_url: str) -> str:
     return str(agent.run_sync(QUESTION).output)
 
 
-def run_openai_agents(base_url: str, provider) -> str:
+def run_openai_agents(base_url: str, provider, client_too: bool = False) -> str:
     from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
     from openai import AsyncOpenAI
     from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
     OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)  # exclusive: the SDK's own exporter is off
+    if client_too:  # the client's calls as well: the only instrumentation here that records the tools offered
+        from openinference.instrumentation.openai import OpenAIInstrumentor
+
+        OpenAIInstrumentor().instrument(tracer_provider=provider)
     model = OpenAIChatCompletionsModel("fake-model", AsyncOpenAI(base_url=base_url, api_key="x"))
     agent = Agent(name="weather_bot", instructions=SYSTEM, model=model,
                   tools=[function_tool(weather, name_override="get_weather")])
@@ -54,7 +60,7 @@ def run_openai_agents(base_url: str, provider) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--framework", required=True, choices=["pydantic-ai", "openai-agents"])
+    p.add_argument("--framework", required=True, choices=["pydantic-ai", "openai-agents", "openai-agents+openai"])
     p.add_argument("--base-url", required=True)
     p.add_argument("--reward", type=float, default=None)
     args = p.parse_args()
@@ -76,7 +82,7 @@ def main() -> None:
         if args.framework == "pydantic-ai":
             output = run_pydantic_ai(args.base_url)
         else:
-            output = run_openai_agents(args.base_url, provider)
+            output = run_openai_agents(args.base_url, provider, client_too=args.framework.endswith("+openai"))
         if args.reward is not None:
             spanrl.emit_reward(args.reward)
         trace_id = format(root.get_span_context().trace_id, "032x")
