@@ -159,8 +159,10 @@ single AS (  -- the common case, a call captured once: its member's row as it is
 ),
 multi_members AS (  -- members of calls seen twice or more, with the group they form
     SELECT g.*, coalesce(w.gk, g.trace_id || chr(31) || g.call_key) AS gkey,
-           -- where the row sits: a twin inside a trace's tree over a twin that is its trace's root
-           {'lone': w.gk IS NOT NULL AND coalesce(g.parent_span_id, '') = '', 'rank': g.rank_key} AS place_key
+           -- where the row sits: a twin inside a trace's tree over a twin whose spans are a trace of their
+           -- own (one of them a root: several client instrumentations nest their spans under the first)
+           {'lone': w.gk IS NOT NULL AND bool_or(coalesce(g.parent_span_id, '') = '') OVER (PARTITION BY g.trace_id, g.call_key),
+            'rank': g.rank_key} AS place_key
     FROM grouped AS g
     JOIN group_sizes AS z ON z.trace_id = g.trace_id AND z.call_key = g.call_key
     LEFT JOIN twins AS w ON w.trace_id = g.trace_id AND w.call_key = g.call_key

@@ -1,6 +1,7 @@
 """One LangGraph agent under several OTel instrumentations at once (recorded from the real libraries:
 tests/data/ingest/captured_multi/record.sh): OpenInference LangChain + the official GenAI openai-v2,
-plus OpenInference openai in the two rollout attempts. LangChain runs the client off the OTel
+plus OpenInference openai in two rollout attempts, and the zero-code path (`opentelemetry-instrument`
+with every installed instrumentor, OpenLLMetry included). LangChain runs the client off the OTel
 context, so the client instrumentations' spans sit in traces of their own. Every model request the
 fake server answered must still be exactly one llm_calls row (content from whichever instrumentation
 captured it, tools on every tool-calling row, tokens once), one transition, and every run one rollout."""
@@ -81,10 +82,10 @@ def test_one_rollout_per_run_and_one_transition_per_request(multi_lake, lake_con
     rollouts = rows_of(duckdb.connect(), f"SELECT rollout_id, trace_ids, n_llm_calls, n_tool_calls FROM read_parquet({files!r})")
     traces = {t for (t,) in lake_con.execute("SELECT DISTINCT trace_id FROM spans").fetchall()}
     assert {t for r in rollouts for t in r["trace_ids"]} == traces
-    keyed = {r["rollout_id"]: (r["n_llm_calls"], r["n_tool_calls"]) for r in rollouts if r["rollout_id"].startswith("multi-")}
-    assert keyed == {"multi-a0": (2, 1), "multi-a1": (2, 1)}
-    # live traffic: the graph run (2 calls, 1 tool) and the two batched requests (each its own LangChain run)
+    keyed = {r["rollout_id"]: (r["n_llm_calls"], r["n_tool_calls"]) for r in rollouts if r["rollout_id"].startswith(("multi-", "zero-"))}
+    assert keyed == {"multi-a0": (2, 1), "multi-a1": (2, 1), "zero-a0": (2, 1), "zero-a1": (2, 1)}
+    # live traffic: two graph runs (2 calls, 1 tool) and the two batched requests (each its own LangChain run)
     assert sorted((r["n_llm_calls"], r["n_tool_calls"]) for r in rollouts if r["rollout_id"] not in keyed) == [
-        (1, 0), (1, 0), (2, 1)]
+        (1, 0), (1, 0), (2, 1), (2, 1)]
     assert sum(r["n_llm_calls"] for r in rollouts) == len(exchanges)
     assert all(r["n_llm_calls"] > 0 for r in rollouts)  # no rollout made of a client span's trace alone

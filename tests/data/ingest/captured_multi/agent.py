@@ -2,6 +2,11 @@
 for record.sh (tests/data/ingest/captured_multi/README.md).
 
     python agent.py BASE_URL --instrument langchain,openai-v2[,openinference-openai] [--v2-content] [--parallel]
+    opentelemetry-instrument python agent.py BASE_URL --instrument zero-code
+
+``zero-code``: the agent sets up no telemetry at all; ``opentelemetry-instrument`` (opentelemetry-distro)
+does, with every installed instrumentor (OpenInference LangChain, OpenInference openai, openai-v2,
+OpenLLMetry openai, ...), the standard Python zero-code path.
 
 Telemetry goes over OTLP/HTTP to ``$OTEL_EXPORTER_OTLP_ENDPOINT``; the resource comes from the
 environment (``OTEL_RESOURCE_ATTRIBUTES``, as ``spanrl rollout`` sets ``spanrl.rollout_id``), so the
@@ -30,6 +35,9 @@ def main() -> None:
         os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
         os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
 
+    if args.instrument == "zero-code":
+        run_agent(args)
+        return
     from opentelemetry import _logs, trace
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -58,6 +66,13 @@ def main() -> None:
         from openinference.instrumentation.openai import OpenAIInstrumentor as OIOpenAI
         OIOpenAI().instrument(tracer_provider=provider)
 
+    run_agent(args)
+    provider.shutdown()
+    logs.shutdown()
+
+
+def run_agent(args: argparse.Namespace) -> None:
+    """The unmodified agent: a LangGraph ReAct agent with two tools (and the batched pair)."""
     from langchain_core.messages import HumanMessage
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
@@ -79,8 +94,6 @@ def main() -> None:
     if args.parallel:
         same = [HumanMessage("Say the same thing twice.")]
         llm.batch([same, same])
-    provider.shutdown()
-    logs.shutdown()
 
 
 if __name__ == "__main__":
