@@ -1,4 +1,4 @@
-"""bench/train: response tokens/s of ``spanrl train --loss sft`` vs TRL's SFTTrainer (DESIGN §9).
+"""bench/train: response tokens/s of ``spanrl train --loss sft`` vs TRL's SFTTrainer (README, Performance).
 
 Same base model, same LoRA (r=16, alpha=32, all linear layers but the head), same token sequences
 (the transitions are rendered once by spanrl's data path and the very same ids, with a completion

@@ -1,4 +1,4 @@
-"""Capture stage: OTLP in (HTTP + gRPC), collector-identical JSON span files out (DESIGN §2).
+"""Capture stage: OTLP in (HTTP + gRPC), collector-identical JSON span files out (docs/collector.md).
 
 The names below load lazily, so ``spanrl --help`` does not import aiohttp and grpcio.
 """

@@ -52,7 +52,7 @@ class CollectorConfig:
 
     @property
     def otel_dir(self) -> Path:
-        """Where ``traces.jsonl`` and ``logs.jsonl`` live (DESIGN §1)."""
+        """Where ``traces.jsonl`` and ``logs.jsonl`` live (docs/architecture.md)."""
         return self.data_root / "otel"
 
     @property

@@ -1,4 +1,4 @@
-"""What the user sets for ``spanrl ingest`` / ``spanrl transitions build`` (DESIGN §0, §3, §5).
+"""What the user sets for ``spanrl ingest`` / ``spanrl transitions build`` (docs/architecture.md, CLI contract; docs/transitions.md).
 
 One dataclass shared by stage 1 (files -> lake) and stage 2 (lake -> snapshot). Values come from
 flags, then ``spanrl.toml`` (``[ingest]`` section), then these defaults. The resolved config is

@@ -1,5 +1,5 @@
 """Span file formats: turning what DuckDB cannot read itself
-(``format: proto``, zstd framing, a byte range of a growing file) into JSON lines (DESIGN §3).
+(``format: proto``, zstd framing, a byte range of a growing file) into JSON lines (docs/lake.md).
 
 Whole ``Export*ServiceRequest`` messages are converted at a time; no Python code touches spans.
 Every read goes through the handle ``scan.open_planned`` gave (``fd``), never through the name,

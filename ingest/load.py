@@ -1,4 +1,4 @@
-"""Span files -> trace lake: ``spanrl ingest`` stage 1 (DESIGN §3).
+"""Span files -> trace lake: ``spanrl ingest`` stage 1 (docs/lake.md).
 
 Reads like a loop: find the new bytes (``scan.plan_files``) -> per file, DuckDB parses and flattens
 the OTLP lines straight into staged Parquet (``spans_load.sql`` / ``logs_load.sql``) -> a file that

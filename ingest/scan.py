@@ -1,4 +1,4 @@
-"""Which span files are new, from which byte offset, and in which format (DESIGN §3).
+"""Which span files are new, from which byte offset, and in which format (docs/lake.md).
 
 The collector writes an *active* file (``traces.jsonl``) and renames it to a backup with a UTC
 timestamp when it rotates (``traces-2026-01-02T15-04-05.000.jsonl``, or ``...-size.jsonl``).

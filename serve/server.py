@@ -1,4 +1,4 @@
-"""``spanrl serve``: a small OpenAI-compatible chat server that traces its own token ids (DESIGN §7).
+"""``spanrl serve``: a small OpenAI-compatible chat server that traces its own token ids (docs/demo.md).
 
 Routes: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health`` (counters, including
 generate calls and batch sizes), ``POST /v1/load_lora_adapter`` / ``/v1/unload_lora_adapter``

@@ -1,4 +1,4 @@
-"""The server's own OpenTelemetry span per completion (DESIGN §7-8).
+"""The server's own OpenTelemetry span per completion (docs/demo.md; docs/lake.md, token ids).
 
 One span named ``chat <model>`` (kind SERVER) per request. It is a child of the caller's span when a
 W3C ``traceparent`` header arrives (the global propagator reads it), and carries

@@ -1,4 +1,4 @@
-"""The two kinds of failure every stage distinguishes (DESIGN §0: exit 2 = bad input, 1 = internal).
+"""The two kinds of failure every stage distinguishes (docs/architecture.md, CLI contract: exit 2 = bad input, 1 = internal).
 
 Stages raise ``InputError`` (or a subclass) when the user can fix the problem: a bad flag, a
 malformed file, a snapshot of another schema version. The message names the file, the line when

@@ -17,7 +17,7 @@ DEFAULT_DATA = "./spanrl-data"
 
 
 def resolve_data_root(value: str | os.PathLike[str] | None) -> Path:
-    """``--data`` > ``$SPANRL_DATA`` > ``./spanrl-data`` (DESIGN §0)."""
+    """``--data`` > ``$SPANRL_DATA`` > ``./spanrl-data`` (docs/architecture.md, CLI contract)."""
     if value:
         return Path(value)
     return Path(os.environ.get("SPANRL_DATA") or DEFAULT_DATA)

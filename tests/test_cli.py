@@ -1,4 +1,4 @@
-"""Every command answers -h/--help, and bad input exits 2 (DESIGN §0)."""
+"""Every command answers -h/--help, and bad input exits 2 (docs/architecture.md, CLI contract)."""
 
 from __future__ import annotations
 

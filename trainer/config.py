@@ -1,4 +1,4 @@
-"""What the user sets for ``spanrl train`` (DESIGN §6): one dataclass, help text on every field.
+"""What the user sets for ``spanrl train`` (docs/trainer.md): one dataclass, help text on every field.
 
 Values come from flags, then the ``[train]`` table of ``spanrl.toml``, then these defaults. The
 resolved config is written into each adapter's ``training_state.json``. Runtime facts (device,

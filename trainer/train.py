@@ -1,4 +1,4 @@
-"""One batch cycle: transition snapshot -> LoRA adapter (DESIGN §6). Reads top to bottom.
+"""One batch cycle: transition snapshot -> LoRA adapter (docs/trainer.md). Reads top to bottom.
 
 load (snapshot rows, parent adapter, tokenizer, sequences, base model + LoRA)
 -> log-probs at cycle start (what the loss declares it needs: pi_old, the reference for KL)

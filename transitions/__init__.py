@@ -1,4 +1,4 @@
-"""Stage 2: lake -> rollouts, rewards, AIR, credit, advantages -> transition snapshots (DESIGN §5).
+"""Stage 2: lake -> rollouts, rewards, AIR, credit, advantages -> transition snapshots (docs/transitions.md).
 
 It owns the snapshot files: the schema, the writer and the reader below are the only way in.
 """

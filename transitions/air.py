@@ -1,4 +1,4 @@
-"""AIR: automatic intermediate rewards from what OTel already records (DESIGN §5).
+"""AIR: automatic intermediate rewards from what OTel already records (docs/transitions.md).
 
 Agent Lightning's paper names AIR but ships no code for it. Here a rule is data, not Python: a name,
 a SQL predicate over ``_air_candidates`` (one row per span, plus one per tool call no span ran; see

@@ -1,4 +1,4 @@
-"""Stage 2 of ``spanrl ingest``: trace lake -> stage-2 tables -> transition snapshot (DESIGN §5).
+"""Stage 2 of ``spanrl ingest``: trace lake -> stage-2 tables -> transition snapshot (docs/transitions.md).
 
 Reads like the steps it takes: plan (which traces must be recomputed: all of them the first time,
 after ``--rebuild`` or when the config or the code changed; else what the night touched,

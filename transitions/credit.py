@@ -1,4 +1,4 @@
-"""Credit assignment and advantages (DESIGN §5, §10).
+"""Credit assignment and advantages (docs/transitions.md, "Credit and advantages").
 
 Two steps, two SQL files: ``rollout_advantages.sql`` turns per-rollout scalars (task, reward) into
 one advantage per rollout, ``apply_advantages.sql`` spreads it over the rollout's calls by the credit

@@ -1,4 +1,4 @@
-"""Delayed rewards: files the user drops into ``DATA/feedback/`` (DESIGN §5).
+"""Delayed rewards: files the user drops into ``DATA/feedback/`` (docs/transitions.md).
 
 JSON lines, CSV or Parquet, one reward per row: a key (``rollout_id``, ``trace_id`` or
 ``response_id`` = ``gen_ai.response.id`` of an LLM call), ``value``, optional ``name`` and ``ts``.

@@ -1,4 +1,4 @@
-"""Stage 2 in SQL: rollouts, their tree order and completeness, rewards (DESIGN §4-5).
+"""Stage 2 in SQL: rollouts, their tree order and completeness, rewards (docs/lake.md; docs/transitions.md).
 
 Python only picks the files and the order; every step is one ``.sql`` file under ``sql/`` whose body
 is a single SELECT named after the object it creates. The same files become plain views for

@@ -1,4 +1,4 @@
-"""The transition snapshot schema: the one contract between ingest and trainer (DESIGN §5).
+"""The transition snapshot schema: the one contract between ingest and trainer (docs/transitions.md).
 
 Bump ``SCHEMA_VERSION`` on any change a reader would notice (a column added, removed, renamed or
 retyped); readers refuse snapshots of another version with a message that says how to rebuild.

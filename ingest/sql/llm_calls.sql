@@ -1,5 +1,5 @@
 -- name: llm_calls
--- One row per LLM inference, in OpenAI chat shape whatever the instrumentation (DESIGN §4).
+-- One row per LLM inference, in OpenAI chat shape whatever the instrumentation (docs/lake.md).
 -- Reads _llm_call_conventions: the registered conventions (LLM_CONVENTIONS in ingest/views.py, one
 -- file llm_calls/<name>.sql each, plus [[conventions]] mappings from spanrl.toml) stacked with
 -- UNION ALL BY NAME by views.register_conventions. Every row there is an LLM call, content or not

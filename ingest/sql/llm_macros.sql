@@ -173,7 +173,7 @@ CREATE OR REPLACE MACRO flat_indices(ks, prefix) AS list_sort(list_distinct(list
     list_filter(ks, lambda k: starts_with(k, prefix)),
     lambda k: try_cast(split_part(k[length(prefix) + 1:], '.', 1) AS INTEGER)), lambda i: i IS NOT NULL)));
 
--- Token ids of DESIGN §8 (spanrl.*) and Agent Lightning's plain names.
+-- Token ids of docs/lake.md, token ids (spanrl.*) and Agent Lightning's plain names.
 CREATE OR REPLACE MACRO attr_int_list(a, k1, k2) AS
     try_cast(json_or_text(coalesce(json_extract(a, '$."' || k1 || '"'), json_extract(a, '$."' || k2 || '"'))) AS INTEGER[]);
 

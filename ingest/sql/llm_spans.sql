@@ -12,7 +12,7 @@ WHERE contains(CAST(attributes AS VARCHAR), 'gen_ai.')                   -- GenA
    OR contains(CAST(attributes AS VARCHAR), 'openinference.span.kind')
    OR contains(CAST(attributes AS VARCHAR), 'ai.prompt.messages')        -- Vercel AI SDK
    OR contains(CAST(attributes AS VARCHAR), 'request_data')              -- Logfire
-   OR contains(CAST(attributes AS VARCHAR), 'token_ids')                 -- DESIGN §8, Agent Lightning
+   OR contains(CAST(attributes AS VARCHAR), 'token_ids')                 -- docs/lake.md, token ids, Agent Lightning
    OR contains(CAST(attributes AS VARCHAR), '"langfuse.observation.type"') -- payload: Langfuse v3 generations
    OR contains(CAST(attributes AS VARCHAR), '"mlflow.spanInputs"')       -- payload: MLflow tracing
    OR contains(CAST(attributes AS VARCHAR), '"gcp.vertex.agent.llm_request"')  -- payload: Google ADK

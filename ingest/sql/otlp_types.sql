@@ -3,7 +3,7 @@
 -- into plain JSON. Run once per ingest connection, before spans_load.sql / logs_load.sql.
 --
 -- Attribute values are declared as JSON, not as a struct: auto-detection fails on value types
--- missing from its sample and an explicit struct silently drops unknown fields (DESIGN §3).
+-- missing from its sample and an explicit struct silently drops unknown fields (docs/lake.md).
 -- DuckDB stores a JSON field minified, so a scalar AnyValue reads as '{"stringValue":...}' and
 -- the macros below cut the value out by prefix; anything else is kept as it came.
 

@@ -1,5 +1,5 @@
 -- name: spans_load($ingested_at)
--- OTLP trace batches -> one row per span (DESIGN §3).
+-- OTLP trace batches -> one row per span (docs/lake.md).
 -- Reads the view `trace_batches(resourceSpans otlp_resource_spans[], source_file, line_no)` that the
 -- loader points at read_ndjson (fast path) or at numbered lines (slow path). Parameter: $ingested_at.
 -- A bad line (resourceSpans NULL) or a span without ids yields a row with date NULL: the loader

@@ -1,5 +1,5 @@
 -- name: tool_calls
--- One row per tool execution (DESIGN §4).
+-- One row per tool execution (docs/lake.md).
 -- From tool spans: GenAI execute_tool (gen_ai.operation.name / span name), OpenInference TOOL,
 -- traceloop.span.kind = tool, LangSmith tool runs, Vercel ai.toolCall. llm_span_id is the LLM call
 -- whose output asked for it: by tool_call_id, else the last call of the trace that ended before

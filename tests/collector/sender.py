@@ -67,7 +67,7 @@ def main() -> int:
     span_exporter, log_exporter = exporters()
     resource = Resource.create({})  # service.name comes from OTEL_SERVICE_NAME
     tp = TracerProvider(resource=resource)
-    # a large queue: the default (2048) silently drops spans under bursts (DESIGN §7)
+    # a large queue: the default (2048) silently drops spans under bursts (docs/demo.md)
     tp.add_span_processor(BatchSpanProcessor(RecordingExporter(span_exporter(), args.acked),
                                              max_queue_size=1_000_000, max_export_batch_size=args.batch,
                                              schedule_delay_millis=50))

@@ -1,5 +1,5 @@
-"""Hand-built lakes for stage-2 edge cases: spans with the DESIGN §3 columns, plus llm_calls and
-tool_calls rows with the DESIGN §4 columns, registered on a DuckDB connection the builder accepts.
+"""Hand-built lakes for stage-2 edge cases: spans with the docs/lake.md columns, plus llm_calls and
+tool_calls rows with the docs/lake.md columns, registered on a DuckDB connection the builder accepts.
 
 Real-instrumentation tests (test_build_real.py) go through stage 1 instead; these cover shapes that
 are awkward to produce with a real SDK (orphans, clock edge cases, exotic reward encodings).

@@ -92,7 +92,7 @@ class Agent:
                     self.chat([{"role": "user", "content": "innermost step"}])
             self.chat(messages + [{"role": "user", "content": "outer again"}])
             return 4
-        if scenario == "engine":  # the serving engine's own span, joined to the call by response id (DESIGN §8)
+        if scenario == "engine":  # the serving engine's own span, joined to the call by response id (docs/lake.md, token ids)
             resp = self.chat(messages)
             with self.tracer.start_as_current_span("chat fake-model (engine)", attributes={
                     "gen_ai.operation.name": "chat", "gen_ai.response.id": resp.id,
@@ -114,7 +114,7 @@ class Agent:
 
 
 def emit(tracer, root, form: str, value: float) -> None:
-    """One reward in the requested encoding (all of DESIGN §5's explicit forms)."""
+    """One reward in the requested encoding (all of docs/transitions.md's explicit forms)."""
     import spanrl
 
     if form == "emit":

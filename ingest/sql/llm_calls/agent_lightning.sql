@@ -1,5 +1,5 @@
 -- name: llm_calls_agent_lightning
--- Spans that carry token ids (DESIGN §8: spanrl.prompt_token_ids,
+-- Spans that carry token ids (docs/lake.md, token ids: spanrl.prompt_token_ids,
 -- spanrl.response_token_ids, spanrl.response_logprobs; Agent Lightning's prompt_token_ids /
 -- response_token_ids), e.g. the serving engine's own span. Alone they are a call without messages;
 -- next to a client span (parent/child or same gen_ai.response.id) they only add the token ids.

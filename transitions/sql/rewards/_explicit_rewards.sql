@@ -1,5 +1,5 @@
 -- name: _explicit_rewards
--- Rewards the agent recorded in its own telemetry, one row each (DESIGN §5; docs/transitions.md):
+-- Rewards the agent recorded in its own telemetry, one row each (docs/transitions.md; docs/transitions.md):
 --   span       a span named spanrl.reward (spanrl.emit_reward); agentlightning.annotation
 --              (agentlightning.reward.{i}.name/value, index 0 primary) and v0.2 agentlightning.reward
 --              spans with a plain `reward` attribute; AgentOps v0.1 (Agent Lightning's @reward):

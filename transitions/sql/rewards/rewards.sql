@@ -1,5 +1,5 @@
 -- name: rewards
--- Every reward of every rollout (DESIGN §4): explicit (span | event | attribute), delayed feedback,
+-- Every reward of every rollout (docs/lake.md): explicit (span | event | attribute), delayed feedback,
 -- and AIR rule hits. Columns: trace_id, span_id, rollout_id, name, value, source, ts_ns,
 -- target_span_id, plus is_primary (the rollout's designated primary reward).
 -- Feedback whose key matches no rollout appears with rollout_id NULL. An explicit reward field whose

@@ -1,6 +1,6 @@
 -- name: _span_tree
 -- Every span with its rollout, its repaired parent and its place in the rollout's tree order.
--- Rollout identity (DESIGN §5): per trace, the first key kind present wins - spanrl.rollout_id (span
+-- Rollout identity (docs/transitions.md): per trace, the first key kind present wins - spanrl.rollout_id (span
 -- or resource attribute), agentlightning.rollout_id, the configured --rollout-key - and a span takes
 -- the key of its nearest keyed ancestor-or-self, so one trace may hold several rollouts (episodes
 -- under one eval span). Spans above every key join the trace's key when it has exactly one, else

@@ -1,5 +1,5 @@
 -- name: rollouts
--- One row per agent run (DESIGN §4). final_reward: the rollout's primary reward (named primary, else
+-- One row per agent run (docs/lake.md). final_reward: the rollout's primary reward (named primary, else
 -- the last explicit reward by time; feedback without a time counts as newest); NULL when it has none.
 WITH final AS (
     SELECT rollout_id,

@@ -1,7 +1,7 @@
 -- name: apply_advantages($gamma, $credit)
 -- Returns and advantages of transition rows (relation transition_rows) from their rollout's reward
 -- and advantage (relation _rollout_adv: rollout_id, r, a_r; rollout_advantages.sql). Re-runnable
--- over a snapshot on its own (DESIGN §10); every reader of a snapshot fills `advantage` this way.
+-- over a snapshot on its own (docs/architecture.md); every reader of a snapshot fills `advantage` this way.
 --   credit  identical: return = r, advantage = A_r on every call; air: return = r + r_t with
 --           r_t = step_reward, the AIR rewards this call set off itself; advantage = a_air +
 --           (r_t - s_mean) / air_scale: the rollout's AIR-shaped group advantage (AIR is part of the

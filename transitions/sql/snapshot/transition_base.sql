@@ -1,5 +1,5 @@
 -- name: transition_base
--- One row per LLM call that becomes a transition (DESIGN §5 MDP): calls of complete rollouts that
+-- One row per LLM call that becomes a transition (docs/transitions.md MDP): calls of complete rollouts that
 -- have a response, kept by --agent (spanrl_agent_regex, a search, like Agent Lightning's agent_match)
 -- and by --missing-reward (drop: rollouts without reward are left out). step counts the kept calls
 -- 0..n_steps-1 in span-tree order; step_reward sums the AIR rewards aimed at the call.
