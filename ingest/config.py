@@ -33,9 +33,10 @@ class IngestConfig:
         default=None, metadata={"help": "Attribute that identifies a rollout (e.g. session.id)."}
     )
     task_key: str | None = field(default=None, metadata={"help": "Attribute that identifies a task."})
-    credit: str = field(default="air", metadata={
-        "help": "air: AIR rewards join the reward the group is normalised over, and move each call by its own "
-                "| identical | discounted | last (docs/transitions.md, Credit)."})
+    credit: str = field(default="identical", metadata={
+        "help": "identical: every call of a rollout gets its group advantage (the default: it learned most over "
+                "3 seeds) | air: AIR rewards join the group statistics and move each call by its own | discounted "
+                "| last (docs/transitions.md, Credit)."})
     gamma: float = field(default=0.95, metadata={"help": "Discount for --credit discounted."})
     advantage: str = field(default="group", metadata={"help": "group | batch | none."})
     missing_reward: str = field(default="drop", metadata={"help": "drop | zero: rollouts without reward."})

@@ -115,7 +115,7 @@ def step_credit(value: float, step_rewards: Sequence[float], credit: str, gamma:
 
 
 def compute_advantages(
-    table: pa.Table, credit: str = "air", gamma: float = 0.95, advantage: str = "group", eps: float = EPS
+    table: pa.Table, credit: str = "identical", gamma: float = 0.95, advantage: str = "group", eps: float = EPS
 ) -> pa.Table:
     """Fill ``return`` and ``advantage`` of transition rows (a snapshot table or the builder's rows)."""
     con = duckdb.connect()

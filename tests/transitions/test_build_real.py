@@ -90,7 +90,8 @@ def lake(tmp_path_factory: pytest.TempPathFactory):
     with FakeOpenAI() as fake:
         runs = _run_agents(data, {"openai-v2-latest": PHASE1, **{i: _other_plan(i) for i in OTHERS}}, fake,
                            duplicate=True)
-        out1 = _spanrl("ingest", "--data", str(data), "--settle", "0s", "--rollout-key", "session.id")
+        out1 = _spanrl("ingest", "--data", str(data), "--settle", "0s", "--rollout-key", "session.id",
+                       "--credit", "air")  # AIR reaches the advantage (the default, identical, records it only)
         first, manifest1 = read_snapshot(data)
         # phase 2: another collector run writes another file; moved in as a rotated backup
         other = base / "other"
@@ -120,7 +121,7 @@ def test_first_snapshot_shapes_rewards_and_steps(lake) -> None:
         assert steps[-1]["is_last"] and not any(s["is_last"] for s in steps[:-1])
     finals = {i: rows[trace[i]][0]["final_reward"] for i in (0, 1, 2, 3, 4, 5, 6)}
     assert finals == {0: 1.0, 1: 0.8, 2: 0.3, 3: 0.6, 4: 0.4, 5: 0.9, 6: 0.2}
-    # air credit (the default): every call carries the rollout's return plus its own AIR reward;
+    # air credit: every call carries the rollout's return plus its own AIR reward;
     # prompts/responses are OpenAI messages
     for steps in rows.values():
         assert [s["return"] for s in steps] == pytest.approx([steps[0]["final_reward"] + s["step_reward"] for s in steps])
@@ -149,7 +150,7 @@ def test_group_and_batch_advantages(lake) -> None:
     group = [rows[trace[i]][0]["advantage"] for i in range(8, 12)]
     sd = math.sqrt(1 / 3)
     assert group == pytest.approx([-0.5 / (sd + 1e-6), 0.5 / (sd + 1e-6)] * 2)
-    # the default credit (air) puts AIR into the statistics: each rollout's reward plus its AIR rewards
+    # credit air puts AIR into the statistics: each rollout's reward plus its AIR rewards
     rewards = [rows[t][0]["final_reward"] + sum(s["step_reward"] for s in rows[t]) for t in rows]
     assert sorted(rewards) != sorted(rows[t][0]["final_reward"] for t in rows)  # rollout 6's tool error counts
     mean = sum(rewards) / len(rewards)
@@ -193,7 +194,7 @@ def test_agent_filter_and_second_ingest(lake) -> None:
     (lake["data"] / "feedback").mkdir()
     (lake["data"] / "feedback" / "late.jsonl").write_text(
         json.dumps({"response_id": resp, "value": 0.7}) + "\n" + json.dumps({"trace_id": "f" * 32, "value": 1}) + "\n")
-    out = _spanrl("ingest", "--data", data, "--settle", "0s", "--rollout-key", "session.id")
+    out = _spanrl("ingest", "--data", data, "--settle", "0s", "--rollout-key", "session.id", "--credit", "air")
     assert "feedback with unknown key" in out and "trace_id=" + "f" * 32 in out
     table, manifest = read_snapshot(data)
     rows = _by_rollout(table)
@@ -203,7 +204,8 @@ def test_agent_filter_and_second_ingest(lake) -> None:
     assert [r["trace_id"] for r in session] == [lake["runs"][12]["trace_id"], lake["runs2"][0]["trace_id"]]
     assert len(session[0]["source_files"]) == 2 and session[0]["final_reward"] == 1.0
     # unchanged lake + config: no duplicate snapshot
-    out = _spanrl("transitions", "build", "--data", data, "--settle", "0s", "--rollout-key", "session.id")
+    out = _spanrl("transitions", "build", "--data", data, "--settle", "0s", "--rollout-key", "session.id",
+                  "--credit", "air")
     assert "unchanged" in out
     assert read_snapshot(data)[1]["snapshot_id"] == manifest["snapshot_id"]
     # the same rollouts and rewards are plain views for `spanrl sql`, with the config the snapshot was

@@ -42,12 +42,12 @@ def test_snapshot_rows_manifest_and_stats(tmp_path: Path) -> None:
     assert stats["air_hits_by_rule"] == {"bad_tool_arguments": 6, "tool_error": 3}
     assert stats["rewards_by_source"] == {"air": 9, "span": 12}
     assert stats["advantage"] == {"groups": 3, "zero_variance_groups": 0, "batch_fallback_rollouts": 0}
-    assert manifest["config"]["credit"] == "air" and manifest["config"]["air_rules"]
+    assert manifest["config"]["credit"] == "identical" and manifest["config"]["air_rules"]
     assert manifest["source_files"] == ["otel/traces.jsonl"]
     assert manifest["min_time_ns"] < manifest["max_time_ns"]
     # advantages are a separate step: recomputing them over the snapshot gives the stored values,
     # and another baseline needs no rebuild
-    again = compute_advantages(table, credit="air", gamma=0.95, advantage="group")
+    again = compute_advantages(table, credit="identical", gamma=0.95, advantage="group")
     assert again["advantage"].to_pylist() == pytest.approx(table["advantage"].to_pylist())
     batch = compute_advantages(table, credit="identical", advantage="batch")["advantage"].to_pylist()
     assert batch != pytest.approx(table["advantage"].to_pylist()) and abs(sum(batch)) < 1e-6

@@ -87,7 +87,7 @@ def test_a_snapshot_written_before_air_joined_the_group_statistics_reads_as_it_w
     data = tmp_path / "data"
     lines = _llm_lines()
     write_lines(data / "otel" / "traces-2026-01-01T00-00-00.000.jsonl", lines)
-    assert CliRunner().invoke(cli, ["ingest", "--data", str(data), "--settle", "0s"]).exit_code == 0
+    assert CliRunner().invoke(cli, ["ingest", "--data", str(data), "--settle", "0s", "--credit", "air"]).exit_code == 0
     folder = resolve_snapshot(data, "LATEST")
     adv_path = folder / "advantages.parquet"
     adv = pq.read_table(adv_path)
