@@ -240,7 +240,7 @@ def test_the_tool_refuses_what_the_schema_refuses_and_reads_unparsed_calls() -> 
 def test_air_fires_on_the_agents_own_tool_failures(tmp_path: Path) -> None:
     """The real agent against the fake OpenAI server, whose tool calls send ``{"query": ...}`` (not the
     calculator's schema): the tool span fails, ingest's default AIR rule hits the call that asked,
-    and the default air credit lowers that call's return by exactly the rule's value. (The client
+    and air credit (what the demo's `rl` method asks for) lowers that call's return by exactly the rule's value. (The client
     instrumentation does not record tool schemas; in the demo ``spanrl serve`` does, on its span
     (gen_ai.tool.definitions), so bad_tool_arguments fires there as well: -0.7 in all.)"""
     from tests.helpers.collector import running_collector
@@ -258,8 +258,8 @@ def test_air_fires_on_the_agents_own_tool_failures(tmp_path: Path) -> None:
                         "--out", str(tmp_path / "out.jsonl"), "--run-id", "c0-1"], env=env, check=True, timeout=90)
     result = json.loads((tmp_path / "out.jsonl").read_text())
     assert result["tool_errors"] == 1 and result["tool_ok"] == 0 and result["reward"] == 0.0
-    proc = subprocess.run([sys.executable, "-m", "spanrl", "ingest", "--data", str(data), "--settle", "0s"],
-                          capture_output=True, text=True, timeout=90)
+    proc = subprocess.run([sys.executable, "-m", "spanrl", "ingest", "--data", str(data), "--settle", "0s",
+                           "--credit", "air"], capture_output=True, text=True, timeout=90)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     table, manifest = read_snapshot(data, "LATEST")
     assert manifest["stats"]["air_hits_by_rule"] == {"tool_error": 1}
