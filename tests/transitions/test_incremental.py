@@ -173,7 +173,7 @@ def test_config_change_is_an_announced_full_rebuild(tmp_path: Path) -> None:
     agent = Agent([tmp_path])
     agent.write(0, agent.rollout("a", 0, 1.0, "t1") + agent.rollout("b", 0, 0.0, "t1"))
     _ingest(tmp_path)
-    result = CliRunner().invoke(cli, ["ingest", "--data", str(tmp_path), "--settle", "0s", "--credit", "identical"])
+    result = CliRunner().invoke(cli, ["ingest", "--data", str(tmp_path), "--settle", "0s", "--credit", "air"])
     assert result.exit_code == 0, result.output
     st = latest_manifest(tmp_path)["stats"]["stage2"]
     assert st["mode"] == "full" and "credit" in st["reason"]
