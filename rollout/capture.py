@@ -28,10 +28,6 @@ class Captured:
     kept: int = 0
     sha256: str = ""
 
-    @property
-    def elided(self) -> int:
-        return self.total - self.kept
-
 
 async def capture(stream: asyncio.StreamReader, path: Path, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> Captured:
     """Read ``stream`` to its end into ``path`` (head + marker + tail)."""

@@ -66,6 +66,7 @@ from spanrl.transitions.tables import (
     publish_build,
     register_build_views,
     reuse_key,
+    segment_files,
     tables_dir,
     write_segment,
 )
@@ -320,15 +321,14 @@ def _snapshot(cfg: IngestConfig, state: dict[str, Any], config: dict[str, Any], 
 
 
 def _air_totals(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any]) -> None:
-    """``_rollout_rewards`` with each rollout's AIR total ``s`` and call count ``n`` (what credit ``air``
-    puts into the group statistics): one pass over two narrow columns of the stored rows, in step
-    order so the float sum is the same whatever the thread schedule."""
-    parts = [str(tables_dir(data) / folder / "transitions.parquet") for _, folder in sorted(state["segments"].items())]
-    parts = [p for p in parts if Path(p).is_file()]
-    totals = (f"SELECT rollout_id, list_sum(list(coalesce(step_reward, 0.0) ORDER BY step)) AS s, count(*) AS n "
-              f"FROM read_parquet({sql_literal(parts)}) GROUP BY rollout_id" if parts
-              else "SELECT NULL::VARCHAR AS rollout_id, NULL::DOUBLE AS s, NULL::BIGINT AS n WHERE false")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _rollout_air AS {totals}")
+    """``_rollout_rewards`` (``register_build_views``: per rollout from ``_digests``) with each
+    rollout's AIR total ``s`` and call count ``n`` (``snapshot/rollout_air.sql`` over every segment's
+    stored rows: two narrow columns), what credit ``air`` puts into the group statistics."""
+    parts = [str(p) for p in segment_files(data, state, "transitions")]
+    rows = (f"SELECT * FROM read_parquet({sql_literal(parts)})" if parts
+            else "SELECT NULL::VARCHAR AS rollout_id, NULL::INTEGER AS step, NULL::DOUBLE AS step_reward WHERE false")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW transition_rows AS {rows}")
+    con.execute("CREATE OR REPLACE TEMP TABLE _rollout_air AS " + read_sql("snapshot/rollout_air"))
     con.execute("""CREATE OR REPLACE VIEW _rollout_rewards AS
                    SELECT d.rollout_id, d.task_id, d.r, a.s, a.n FROM _digests d LEFT JOIN _rollout_air a USING (rollout_id)""")
 

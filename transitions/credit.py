@@ -130,10 +130,11 @@ def run_advantages(
     con: duckdb.DuckDBPyConnection, credit: str, gamma: float, advantage: str, eps: float = EPS
 ) -> pa.Table:
     """Both steps over the relation ``transition_rows`` on ``con``, in (rollout_id, step) order."""
+    con.execute("CREATE OR REPLACE TEMP VIEW _rollout_air AS " + read_sql("snapshot/rollout_air"))
     con.execute("""CREATE OR REPLACE TEMP VIEW _rollout_rewards AS
                    SELECT rollout_id, any_value(task_id) AS task_id, any_value(final_reward) AS r,
-                          list_sum(list(coalesce(step_reward, 0.0) ORDER BY step)) AS s, count(*) AS n
-                   FROM transition_rows GROUP BY rollout_id""")
+                          any_value(a.s) AS s, any_value(a.n) AS n
+                   FROM transition_rows JOIN _rollout_air a USING (rollout_id) GROUP BY rollout_id""")
     create_rollout_advantages(con, advantage, eps)
     return apply_advantages(con, credit, gamma)
 

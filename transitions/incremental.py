@@ -129,16 +129,17 @@ def joined_older(con: duckdb.DuckDBPyConnection) -> int:
     recomputed trace now belongs to, and the stored traces a recomputed trace may share an LLM call
     with (``incremental/twins.sql``: one call recorded in two traces that reached the lake on different
     nights); how many traces were added (0: the run is complete)."""
-    twins = con.execute(f"SELECT count(*) FROM ({read_sql('incremental/twins')})").fetchall()[0][0]
+    con.execute("CREATE OR REPLACE TEMP TABLE _twin_traces AS " + read_sql("incremental/twins"))
+    twins = con.execute("SELECT count(*) FROM _twin_traces").fetchall()[0][0]
     older = con.execute("SELECT count(*) FROM rollouts SEMI JOIN _p_rollouts USING (rollout_id)").fetchall()[0][0]
     if not (twins or older):
         return 0  # every recomputed rollout is new, or already computed with all its traces below
     before = con.execute("SELECT count(*) FROM _touched").fetchall()[0][0]
-    con.execute(f"""CREATE OR REPLACE TEMP TABLE _seeds2 AS
+    con.execute("""CREATE OR REPLACE TEMP TABLE _seeds2 AS
                     SELECT trace_id FROM _touched
                     UNION SELECT t.trace_id FROM (SELECT unnest(trace_ids) AS trace_id, rollout_id FROM _p_rollouts) t
                     SEMI JOIN rollouts r ON r.rollout_id = t.rollout_id
-                    UNION SELECT trace_id FROM ({read_sql('incremental/twins')})""")
+                    UNION SELECT trace_id FROM _twin_traces""")
     close_over_rollouts(con, "_seeds2")
     return con.execute("SELECT count(*) FROM _touched").fetchall()[0][0] - before
 
