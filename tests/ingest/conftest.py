@@ -34,6 +34,23 @@ def ingest(data: Path, **kw) -> LakeSummary:
     return load_lake(IngestConfig(data=data, no_transitions=True, threads=2, **kw))
 
 
+def run_agent_lake(data: Path, script: str, *args: str) -> tuple[dict, list]:
+    """One agent script of tests/helpers (``--base-url`` is added) against the fake OpenAI server,
+    through the embedded collector into ``data``, then stage 1; returns the script's last JSON line
+    and the exchanges the server saw."""
+    from tests.helpers.collector import running_collector
+    from tests.helpers.fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as fake, running_collector(data) as ep:
+        env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=ep.http, PYTHONPATH=str(ROOT))
+        out = subprocess.run([sys.executable, str(ROOT / "tests" / "helpers" / script), *args, "--base-url", fake.url],
+                             env=env, capture_output=True, text=True, timeout=180)
+        assert out.returncode == 0, out.stderr[-3000:]
+        exchanges = list(fake.exchanges)
+    assert ingest(data).rejects == 0
+    return json.loads(out.stdout.strip().splitlines()[-1]), exchanges
+
+
 def ingest_captured(folder: Path, data: Path) -> tuple[LakeSummary, list]:
     """Stage 1 over a recorded real-instrumentation folder (tests/data/ingest/captured*/: span files
     and exchanges.json, what the fake server saw); returns the summary and the exchanges."""

@@ -6,7 +6,6 @@ the precedence rule: the nearest span that names an agent wins."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,25 +15,15 @@ import pytest
 
 from spanrl.query import connect
 from spanrl.transitions import read_snapshot
-from tests.ingest.conftest import ROOT, ingest
+from tests.ingest.conftest import ingest, run_agent_lake
 from tests.ingest.otlp_lines import T0, new_span_id, new_trace_id, span, trace_line, write_lines
 
 
 @pytest.fixture(scope="module")
 def langgraph_lake(tmp_path_factory):
-    from tests.helpers.collector import running_collector
-    from tests.helpers.fake_openai import FakeOpenAI
-
     data = tmp_path_factory.mktemp("langgraph") / "data"
-    with FakeOpenAI() as fake, running_collector(data) as ep:
-        env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=ep.http, PYTHONPATH=str(ROOT))
-        out = subprocess.run([sys.executable, str(ROOT / "tests" / "helpers" / "langgraph_agent.py"),
-                              "--base-url", fake.url, "--reward", "0.75"],
-                             env=env, capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0, out.stderr[-3000:]
-        exchanges = list(fake.exchanges)
-    assert ingest(data).rejects == 0
-    return data, json.loads(out.stdout.strip().splitlines()[-1]), exchanges
+    run, exchanges = run_agent_lake(data, "langgraph_agent.py", "--reward", "0.75")
+    return data, run, exchanges
 
 
 def test_langgraph_nodes_name_the_agents_of_their_calls(langgraph_lake) -> None:

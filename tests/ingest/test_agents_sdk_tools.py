@@ -13,24 +13,14 @@ import sys
 import pytest
 
 from spanrl.query import connect
-from tests.ingest.conftest import ROOT, ingest
+from tests.ingest.conftest import ROOT, run_agent_lake
 
 
 @pytest.fixture(scope="module")
 def agents_lake(tmp_path_factory):
-    from tests.helpers.collector import running_collector
-    from tests.helpers.fake_openai import FakeOpenAI
-
     data = tmp_path_factory.mktemp("agents_tools") / "data"
-    with FakeOpenAI() as fake, running_collector(data) as ep:
-        env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=ep.http, PYTHONPATH=str(ROOT))
-        out = subprocess.run([sys.executable, str(ROOT / "tests" / "helpers" / "framework_agents.py"),
-                              "--framework", "openai-agents+openai", "--base-url", fake.url, "--reward", "1"],
-                             env=env, capture_output=True, text=True, timeout=180)
-        assert out.returncode == 0, out.stderr[-3000:]
-        exchanges = list(fake.exchanges)
-    assert ingest(data).rejects == 0
-    return data, json.loads(out.stdout.strip().splitlines()[-1]), exchanges
+    run, exchanges = run_agent_lake(data, "framework_agents.py", "--framework", "openai-agents+openai", "--reward", "1")
+    return data, run, exchanges
 
 
 def test_one_row_per_request_with_the_tools_offered(agents_lake) -> None:
