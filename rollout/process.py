@@ -30,6 +30,7 @@ from spanrl.rollout.runs import FAILED, OK, TIMEOUT, Attempt
 from spanrl.rollout.tasks import Task
 
 STDERR_TAIL_BYTES = 2000
+EXIT_POLL_S = 0.05  # how often a running attempt's exit is looked for
 
 
 def substitute(command: list[str], task: Task) -> list[str]:
@@ -112,7 +113,7 @@ async def run_attempt(att: Attempt, command: list[str], env: dict[str, str], pat
             assert proc.stdout is not None and proc.stderr is not None
             readers = asyncio.gather(capture(proc.stdout, out_path), capture(proc.stderr, err_path))
             try:
-                att.exit_code = await asyncio.wait_for(proc.wait(), timeout_s)
+                att.exit_code = await asyncio.wait_for(_exited(proc), timeout_s)
                 att.status = OK if att.exit_code == 0 else FAILED
             except TimeoutError:
                 att.status = TIMEOUT
@@ -136,13 +137,22 @@ async def run_attempt(att: Attempt, command: list[str], env: dict[str, str], pat
     return start_ns, time.time_ns()
 
 
+async def _exited(proc: asyncio.subprocess.Process) -> int:
+    """The agent's exit code once its process has exited. Not ``proc.wait()``: asyncio resolves that
+    only when every pipe is closed too, and a child that left the process group (``setsid``) still
+    holds them, so the attempt would run into its timeout; the reaper kills that child afterwards."""
+    while proc.returncode is None:
+        await asyncio.sleep(EXIT_POLL_S)
+    return proc.returncode
+
+
 async def _kill_group(proc: asyncio.subprocess.Process, grace_s: float) -> int:
     _signal_group(proc.pid, signal.SIGTERM)
     try:
-        return await asyncio.wait_for(proc.wait(), grace_s)
+        return await asyncio.wait_for(_exited(proc), grace_s)
     except TimeoutError:
         _signal_group(proc.pid, signal.SIGKILL)
-        return await proc.wait()
+        return await _exited(proc)
 
 
 def _signal_group(pgid: int, sig: int) -> None:

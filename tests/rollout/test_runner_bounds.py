@@ -21,10 +21,10 @@ SPEW_MB = 200
 # prints SPEW_MB of 'x' lines, then its answer on the last line
 SPEW = ("import sys\nline = b'x' * 1023 + b'\\n'\nblock = line * 1024\n"
         f"for _ in range({SPEW_MB}):\n    sys.stdout.buffer.write(block)\nprint('ANSWER 42', flush=True)\n")
-# starts a child in a session of its own that would sleep for 5 minutes, then hangs itself
-ESCAPE = ("import os, subprocess, sys, time\n"
+# starts a child in a session of its own that would sleep for 5 minutes, then exits: the child is left behind
+ESCAPE = ("import subprocess, sys\n"
           "p = subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
-          "open(sys.argv[1], 'w').write(str(p.pid))\ntime.sleep(300)\n")
+          "open(sys.argv[1], 'w').write(str(p.pid))\n")
 # hangs the first time (a marker file says it ran), returns at once when run again
 ONCE = ("import os, sys, time\nmark = sys.argv[1]\n"
         "if not os.path.exists(mark):\n    open(mark, 'w').write(str(os.getpid()))\n    time.sleep(300)\nprint('done')\n")
@@ -84,16 +84,19 @@ def test_a_spewing_agent_costs_bounded_memory_and_disk(tmp_path: Path) -> None:
 
 
 def test_a_setsid_child_does_not_outlive_its_attempt(tmp_path: Path) -> None:
+    """The agent exits and leaves a child in a session of its own (outside its process group): the
+    child is gone when the attempt ends. (A timeout ends an attempt through the same kill; the agent
+    exits by itself here, so no clock decides what the test sees.)"""
     agent = tmp_path / "escape.py"
     agent.write_text(ESCAPE)
     pid_file = tmp_path / "child.pid"
     cfg = RolloutConfig(tasks=_tasks(tmp_path), n=1, command=[sys.executable, str(agent), str(pid_file)],
-                        data=tmp_path / "data", policy_url="http://127.0.0.1:9/v1", run_id="esc", timeout_s=2.0,
+                        data=tmp_path / "data", policy_url="http://127.0.0.1:9/v1", run_id="esc", timeout_s=120.0,
                         kill_grace_s=0.3, retries=0)
     summary = run_rollouts(cfg)
     child = int(pid_file.read_text())
-    assert summary.statuses["timeout"] == 1
-    assert not _alive(child), "the setsid child survived its attempt's timeout"
+    assert summary.statuses["ok"] == 1
+    assert not _alive(child), "the setsid child survived its attempt"
     assert summary.descendants_killed >= 1
     assert not list(tagged(SPANRL_RUN_ID="esc"))
 
