@@ -12,6 +12,7 @@ import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from spanrl.errors import InputError
 
@@ -48,6 +49,21 @@ def sql_literal(value: str | Path | list[str] | list[Path]) -> str:
     if "\x00" in text:
         raise InputError(f"{text!r}: a path cannot contain a NUL byte")
     return "'" + text.replace("'", "''") + "'"
+
+
+def one(con: Any, sql: str, params: dict[str, Any] | list[Any] | None = None) -> dict[str, Any]:
+    """The first row of a query as ``{column: value}`` (``{}`` when there is none): values are read by
+    name, so a reordered SELECT list cannot silently swap two numbers."""
+    cur = con.execute(sql, params) if params is not None else con.execute(sql)
+    row = cur.fetchone()
+    return dict(zip([d[0] for d in cur.description], row, strict=True)) if row is not None else {}
+
+
+def rows(con: Any, sql: str, params: dict[str, Any] | list[Any] | None = None) -> list[dict[str, Any]]:
+    """Every row of a query as ``{column: value}`` dicts (small results only: bookkeeping, not spans)."""
+    cur = con.execute(sql, params) if params is not None else con.execute(sql)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
 class SqlFiles:
