@@ -12,6 +12,7 @@ may not point into the data root's managed folders.
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import json
 import re
@@ -90,7 +91,7 @@ def execute(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[pa.Table, set[str
             json_cols = {name for name, typ in zip(rel.columns, rel.types, strict=True) if str(typ) == "JSON"}
             result = rel.to_arrow_table()
         except duckdb.Error as exc:
-            raise _refusal(exc) from None
+            raise _refusal(exc, con) from None
     return result, json_cols
 
 
@@ -123,18 +124,49 @@ def preview(con: duckdb.DuckDBPyConnection, sql: str, limit: int, count_cap: int
     except duckdb.InterruptException:
         raise  # the caller's timeout: it says so itself
     except duckdb.Error as exc:
-        raise _refusal(exc) from None
+        raise _refusal(exc, con) from None
 
 
-def _refusal(exc: duckdb.Error) -> InputError:
-    """A DuckDB error as the user's message: file access and settings are the read-only refusal."""
+_MISSING_RELATION = re.compile(r"Table with name (\S+) does not exist")
+# DuckDB's own catalog: never what a user means by a misspelt lake table
+_INTERNAL_PREFIXES = ("duckdb_", "pg_", "sqlite_", "information_schema")
+
+
+def _refusal(exc: duckdb.Error, con: duckdb.DuckDBPyConnection | None = None) -> InputError:
+    """A DuckDB error as the user's message: file access and settings are the read-only refusal; an
+    unknown table names the tables there are; a syntax error keeps its lines, so the caret points."""
     text = str(exc).splitlines()[0]
+    missing = _MISSING_RELATION.search(text)
+    if isinstance(exc, duckdb.CatalogException) and missing and con is not None:
+        return InputError(_unknown_relation(missing.group(1), con))
+    if isinstance(exc, duckdb.ParserException):
+        return InputError(f"query failed: {str(exc).rstrip()}")
     if isinstance(exc, duckdb.PermissionException) or "file system operations are disabled" in text:
         return InputError(f"spanrl sql is read-only: it reads the lake's tables and no file ({text}). Query the "
                           "tables (spans, logs, llm_calls, ..., rejects, span_files); write results with --out.")
     if "configuration has been locked" in text:
         return InputError(f"spanrl sql is read-only: settings cannot be changed ({text})")
     return InputError(f"query failed: {text}")
+
+
+def relation_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The tables and views a query on ``con`` can name (lake, stage 2, rejects...), DuckDB's own left out."""
+    names = con.execute("SELECT DISTINCT table_name FROM information_schema.tables ORDER BY 1").fetchall()
+    return [n for (n,) in names if not n.startswith(_INTERNAL_PREFIXES) and not n.startswith("_") and "__" not in n]
+
+
+def _unknown_relation(name: str, con: duckdb.DuckDBPyConnection) -> str:
+    """``rollout`` -> 'no table or view named rollout; did you mean rollouts? Tables: ...'."""
+    # stage 2's views are registered only for a query that names them (wants_stage2): list them anyway
+    known = sorted(set(relation_names(con)) | {n for n in _stage2_names() if not n.startswith("_")})
+    close = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else "."
+    # the per-convention inputs of llm_calls are queryable but would drown the list
+    shown = [n for n in known if not n.startswith("llm_calls_")]
+    more = len(known) - len(shown)
+    extra = f" (+ {more} per-convention views llm_calls_<convention>)" if more else ""
+    return (f"query failed: no table or view named {name}{hint} Tables and views: {', '.join(shown) or 'none'}"
+            f"{extra}; docs/lake.md describes each.")
 
 
 def _json_columns(table: pa.Table) -> set[str]:

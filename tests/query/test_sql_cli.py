@@ -100,3 +100,22 @@ def test_json_numbers_of_any_width_and_decimals_are_json_numbers(data) -> None:
     assert '"exact": 0.100000000000000000000000000000' in line and '"big": 12345678901234567890123' in line
     assert json.loads(line) == {"n": 1, "big": 12345678901234567890123, "exact": 0.1, "d": 2.5, "l": [1.5],
                                 "st": {"a": -0.25}, "s": "text"}
+
+
+def test_unknown_table_lists_the_tables_and_suggests_one(data) -> None:
+    res = run("--data", str(data), "select * from llm_call")
+    assert res.exit_code == 2, res.output
+    assert "no table or view named llm_call; did you mean llm_calls?" in res.output
+    listed = res.output.split("Tables and views: ", 1)[1]
+    assert all(f" {t}," in listed for t in ("spans", "llm_calls", "rejects", "rollouts"))
+    assert "pg_" not in listed and "duckdb_" not in listed
+    res = run("--data", str(data), "select * from zzzz_nothing_like_it")
+    assert res.exit_code == 2 and "did you mean" not in res.output and "Tables and views: " in res.output
+
+
+def test_syntax_error_keeps_its_lines_so_the_caret_points(data) -> None:
+    res = run("--data", str(data), "select *\nfrom spans wher x")
+    assert res.exit_code == 2
+    lines = res.output.splitlines()
+    caret = next(i for i, line in enumerate(lines) if line.strip() == "^")
+    assert "LINE" in lines[caret - 1]
