@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from spanrl.ingest.anyvalue import register_any_json
-from spanrl.ingest.config import IngestConfig, describe_config_file
+from spanrl.ingest.config import LakeConfig, describe_config_file
 from spanrl.ingest.decode import decode_to_json_lines
 from spanrl.ingest.housekeeping import finish_interrupted
 from spanrl.ingest.lakeio import PARQUET_OPTIONS, lake_lock  # lake_lock: imported from here by later stages
@@ -63,7 +63,7 @@ class LakeSummary:
         return self.spans / self.seconds if self.seconds > 0 else 0.0
 
 
-def open_work_connection(cfg: IngestConfig, tmp: Path) -> duckdb.DuckDBPyConnection:
+def open_work_connection(cfg: LakeConfig, tmp: Path) -> duckdb.DuckDBPyConnection:
     """DuckDB for loading: bounded memory, spilling to ``tmp``, OTLP types and macros registered."""
     con = duckdb.connect()
     con.execute(f"SET memory_limit = {sql_literal(cfg.memory_limit)}")
@@ -261,14 +261,14 @@ def _file_record(item: SpanFile, spans: int, logs: int, now: datetime) -> dict:
             "status": "active" if item.active else "closed", "ingested_at": now}
 
 
-def load_lake(cfg: IngestConfig, on_progress: Callable[[SpanFile, int], None] | None = None,
+def load_lake(cfg: LakeConfig, on_progress: Callable[[SpanFile, int], None] | None = None,
               on_plan: Callable[[list[SpanFile]], None] | None = None) -> LakeSummary:
     """Stage 1 of ``spanrl ingest``: every new byte of span files into the deduplicated lake."""
     with lake_lock(cfg.data / "lake"):
         return _load_lake(cfg, on_progress, on_plan)
 
 
-def _load_lake(cfg: IngestConfig, on_progress: Callable[[SpanFile, int], None] | None,
+def _load_lake(cfg: LakeConfig, on_progress: Callable[[SpanFile, int], None] | None,
                on_plan: Callable[[list[SpanFile]], None] | None) -> LakeSummary:
     t0 = time.perf_counter()
     lake = cfg.data / "lake"
@@ -288,7 +288,7 @@ def _load_lake(cfg: IngestConfig, on_progress: Callable[[SpanFile, int], None] |
     return summary
 
 
-def _load_plan(cfg: IngestConfig, lake: Path, state: dict[str, dict], plan: list[SpanFile], summary: LakeSummary,
+def _load_plan(cfg: LakeConfig, lake: Path, state: dict[str, dict], plan: list[SpanFile], summary: LakeSummary,
                on_progress: Callable[[SpanFile, int], None] | None) -> None:
     """Stage every planned file, drop duplicates, publish, then record what was really read."""
     now = datetime.now(UTC).replace(tzinfo=None)
@@ -349,7 +349,7 @@ def _stage_planned(con: duckdb.DuckDBPyConnection, item: SpanFile, out: Path, wo
     return None
 
 
-def load_lake_with_progress(cfg: IngestConfig) -> LakeSummary:
+def load_lake_with_progress(cfg: LakeConfig) -> LakeSummary:
     """``load_lake`` with a rich progress bar over bytes and a summary table (what the CLI prints)."""
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn

@@ -25,8 +25,8 @@ from typing import Any
 
 import duckdb
 
+from spanrl.config import ConfigFile, load_config_file
 from spanrl.errors import InputError
-from spanrl.options import load_toml
 
 FIELDS = ("prompt", "response", "tools", "model", "prompt_token_ids", "response_token_ids")
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
@@ -53,14 +53,16 @@ def _attr_path(where: str, field: str, name: str) -> str:
     return f'$."{name}"'
 
 
-def load_mapped_conventions(config_file: Path | None, builtin: list[str]) -> list[dict[str, Any]]:
-    """The ``[[conventions]]`` of ``config_file``, checked; each as the JSON its SQL reads."""
-    entries = load_toml(config_file).get("conventions", [])
+def load_mapped_conventions(config_file: Path | ConfigFile | None, builtin: list[str]) -> list[dict[str, Any]]:
+    """The ``[[conventions]]`` of ``config_file`` (a path, or the file parsed already), checked; each
+    as the JSON its SQL reads. Errors name the file and the entry's line."""
+    file = config_file if isinstance(config_file, ConfigFile) else load_config_file(config_file)
+    entries = file.get("conventions") or []
     if not isinstance(entries, list):
-        raise InputError(f"{config_file}: write each mapping as a [[conventions]] table")
+        raise InputError(f"{file.where('conventions')}: write each mapping as a [[conventions]] table")
     mappings, seen = [], set(builtin)
     for i, entry in enumerate(entries):
-        where = f"{config_file}: [[conventions]] #{i + 1}"
+        where = f"{file.where('conventions', i)}: [[conventions]] #{i + 1}"
         unknown = set(entry) - {"name", "match", *FIELDS}
         if unknown:
             raise InputError(f"{where}: unknown keys {sorted(unknown)}; known: name, match, {', '.join(FIELDS)}")

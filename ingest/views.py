@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 import duckdb
 import pyarrow as pa
 
+from spanrl.config import find_config_file
 from spanrl.ingest.mapped import load_mapped_conventions, register_mapped
 from spanrl.ingest.pyliteral import register_py_literal_json
 from spanrl.ingest.scan import FILES_SCHEMA, REJECTS_SCHEMA
-from spanrl.options import find_config_file
 from spanrl.sqlfiles import SqlFiles, sql_literal
 
 if TYPE_CHECKING:  # pyarrow.dataset imports pandas (0.25 s): only the guarded connection needs it

@@ -15,10 +15,12 @@ from pathlib import Path
 import click
 
 from spanrl import __version__
+from spanrl.config import click_options
 from spanrl.errors import BadInput, InputError
 from spanrl.ingest.cli import stage1_options
 from spanrl.options import data_option
-from spanrl.transitions.cli import make_config, stage2_options
+from spanrl.transitions.cli import stage2_options
+from spanrl.transitions.config import IngestConfig, make_ingest_config
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -83,8 +85,9 @@ def cli() -> None:
 @click.command()
 @data_option
 @stage1_options
+@click_options(IngestConfig, "no_transitions", "keep_snapshots")  # the composition's own, and stage 2's housekeeping
 @stage2_options
-def ingest(data: Path, settle: str | None, **flags) -> None:
+def ingest(data: Path, **flags) -> None:
     """Span files -> trace lake (Parquet) -> transition snapshot. Safe to re-run.
 
     \b
@@ -94,7 +97,7 @@ def ingest(data: Path, settle: str | None, **flags) -> None:
     from spanrl.options import existing_data_root, new_data_root
 
     (existing_data_root if flags.get("input") is None else new_data_root)(data)  # spans come from DATA/otel, or --input
-    cfg = make_config(data, settle, **flags)
+    cfg = make_ingest_config(data=data, **flags)  # flags > $SPANRL_DATA > [ingest] > defaults
     from spanrl.ingest.load import lake_lock, load_lake_with_progress
 
     with lake_lock(cfg.data / "lake"):  # both stages, so no other writer slips in between them

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -68,29 +67,6 @@ def parse_duration(text: str) -> float:
     if not m:
         raise click.BadParameter(f"{text!r} is not a duration; write it like 0s, 30s, 10m or 1h")
     return float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
-
-
-def find_config_file(data: Path, explicit: Path | None) -> Path | None:
-    """``--config`` when given, else ``<data>/spanrl.toml``, else ``./spanrl.toml`` when they exist."""
-    if explicit is not None:
-        return explicit
-    for candidate in (data / "spanrl.toml", Path("spanrl.toml")):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def load_toml(path: Path | None) -> dict[str, Any]:
-    """Read ``spanrl.toml``; a missing default file is fine, a broken one is an InputError."""
-    if path is None:
-        return {}
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise InputError(f"{path}: config file not found; pass an existing --config or leave it out") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not valid TOML ({exc}); fix the file and run again") from None
 
 
 def check_keep(flag: str, value: Any) -> int:

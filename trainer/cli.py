@@ -9,54 +9,29 @@ from pathlib import Path
 
 import click
 
+from spanrl.config import click_options
 from spanrl.options import data_option, print_cleanup
+from spanrl.trainer.config import TrainConfig  # light: no torch
 
-
-def _train_help(name: str) -> str:
-    """Help text of a TrainConfig field (one source of truth for flags and config docs)."""
-    from spanrl.trainer.config import TrainConfig
-
-    return TrainConfig.__dataclass_fields__[name].metadata["help"]
+# the flags are TrainConfig's fields (spanrl.config.click_options): default, choices and help live there
+TRAIN_FLAGS = ("loss_agg", "lr", "lr_schedule", "epochs", "rollouts_per_step", "tokens_per_batch", "max_prompt_tokens",
+               "max_response_tokens", "is_cap", "clip_eps", "clip_eps_high", "kl_coef", "sft_min_return", "sft_top_k",
+               "grad_clip", "lora_r", "lora_alpha", "gradient_checkpointing", "merge_calls", "seed", "fresh", "retrain",
+               "new_only", "keep_adapters")
 
 
 @click.command()
 @data_option
-@click.option("--model", required=True, type=click.Path(path_type=Path), help="Local base model folder (no hub).")
-@click.option("--snapshot", default=None, help="Snapshot id or LATEST (default LATEST).")
-@click.option("--loss", type=click.Choice(["pg", "ppo", "sft"]), default=None, help=_train_help("loss") + " [default: pg]")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Adapters root (default DATA/adapters).")
+@click_options(TrainConfig, "model", "snapshot", "loss", "out")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="spanrl.toml with a [train] table (default DATA/spanrl.toml, then ./spanrl.toml).")
-@click.option("--loss-agg", type=click.Choice(["rollout", "sequence", "token"]), default=None, help=_train_help("loss_agg"))
-@click.option("--lr", type=float, default=None, help=_train_help("lr"))
-@click.option("--lr-schedule", type=click.Choice(["constant", "cosine"]), default=None, help=_train_help("lr_schedule"))
-@click.option("--epochs", type=int, default=None, help=_train_help("epochs"))
-@click.option("--rollouts-per-step", type=int, default=None, help=_train_help("rollouts_per_step") + " [default: 8]")
-@click.option("--tokens-per-batch", type=int, default=None, help=_train_help("tokens_per_batch") + " [default: 4096]")
-@click.option("--max-prompt-tokens", type=int, default=None, help=_train_help("max_prompt_tokens") + " [default: 2048]")
-@click.option("--max-response-tokens", type=int, default=None, help=_train_help("max_response_tokens") + " [default: 1024]")
-@click.option("--is-cap", type=float, default=None, help=_train_help("is_cap") + " [default: 2.0]")
-@click.option("--clip-eps", type=float, default=None, help=_train_help("clip_eps") + " [default: 0.2]")
-@click.option("--clip-eps-high", type=float, default=None, help=_train_help("clip_eps_high") + " [default: 0.28]")
-@click.option("--kl-coef", type=float, default=None, help=_train_help("kl_coef"))
-@click.option("--sft-min-return", type=float, default=None, help=_train_help("sft_min_return"))
-@click.option("--sft-top-k", type=int, default=None, help=_train_help("sft_top_k"))
-@click.option("--grad-clip", type=float, default=None, help=_train_help("grad_clip"))
-@click.option("--lora-r", type=int, default=None, help=_train_help("lora_r") + " [default: 16]")
-@click.option("--lora-alpha", type=int, default=None, help=_train_help("lora_alpha") + " [default: 32]")
-@click.option("--gradient-checkpointing/--no-gradient-checkpointing", default=None, help=_train_help("gradient_checkpointing"))
-@click.option("--merge-calls/--no-merge-calls", default=None, help=_train_help("merge_calls") + " [default: on]")
-@click.option("--seed", type=int, default=None, help=_train_help("seed"))
-@click.option("--fresh", is_flag=True, default=None, help=_train_help("fresh"))
-@click.option("--retrain", is_flag=True, default=None, help=_train_help("retrain"))
-@click.option("--new-only", is_flag=True, default=None, help=_train_help("new_only"))
-@click.option("--keep-adapters", type=int, default=None, metavar="N", help=_train_help("keep_adapters"))
+@click_options(TrainConfig, *TRAIN_FLAGS)
 @click.option("--notify", default=None, help="vLLM base URL: POST /v1/load_lora_adapter after saving (failure = warning).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--no-promote", is_flag=True,
               help="Save the adapter as a candidate: adapters/LATEST stays (promote it later with `spanrl adapters promote ID`).")
-def train(data: Path, model: Path, snapshot: str | None, loss: str | None, out: Path | None, config_file: Path | None,
-          notify: str | None, no_progress: bool, no_promote: bool, **options: object) -> None:
+def train(data: Path, config_file: Path | None, notify: str | None, no_progress: bool, no_promote: bool,
+          **options: object) -> None:
     """One batch cycle: transition snapshot -> LoRA adapter (continues from adapters/LATEST).
 
     Writes DATA/adapters/<cycle_id>/ (adapter_config.json, adapter_model.safetensors,
@@ -71,8 +46,7 @@ def train(data: Path, model: Path, snapshot: str | None, loss: str | None, out: 
     from spanrl.trainer.train import AlreadyTrained
     from spanrl.trainer.train import train as run_train
 
-    cfg = make_train_config(config_file=config_file, data=data, model=model, snapshot=snapshot, loss=loss,
-                            out=out, **options)
+    cfg = make_train_config(config_file=config_file, data=data, **options)
     try:
         result = run_train(cfg, notify=notify, progress=not no_progress, promote=not no_promote)
     except AlreadyTrained as done:

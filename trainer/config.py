@@ -1,18 +1,23 @@
-"""What the user sets for ``spanrl train`` (docs/trainer.md): one dataclass, help text on every field.
+"""What the user sets for ``spanrl train`` (docs/trainer.md): one dataclass, every field a knob.
 
-Values come from flags, then the ``[train]`` table of ``spanrl.toml``, then these defaults. The
-resolved config is written into each adapter's ``training_state.json``. Runtime facts (device,
-world size) are not here: they are discovered, not set.
+Each field (``spanrl.config.knob``) is the one home of its default, help text, choices and flag: the
+``spanrl train`` options are generated from them. Values come from flags, then ``$SPANRL_DATA`` (for
+the data root), then the ``[train]`` section of ``spanrl.toml``, then these defaults
+(``spanrl.config.resolve``). The resolved config is written into each adapter's
+``training_state.json``. Runtime facts (device, world size) are not here: they are discovered, not set.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import click
+
+from spanrl.config import check_choices, knob, resolve
 from spanrl.errors import InputError
-from spanrl.options import check_keep, find_config_file, load_toml
+from spanrl.options import DEFAULT_DATA, check_keep
 
 LOSS_CHOICES = ("pg", "ppo", "sft")
 AGG_CHOICES = ("rollout", "sequence", "token")
@@ -34,58 +39,52 @@ class TrainConfig:
     the output head, what vLLM accepts), ``fresh``.
     """
 
-    model: Path = field(default=Path("."), metadata={"help": "Local base model folder (no hub downloads)."})
-    data: Path = field(default=Path("spanrl-data"), metadata={"help": "Data root."})
-    snapshot: str = field(default="LATEST", metadata={"help": "Snapshot id or LATEST."})
-    out: Path | None = field(default=None, metadata={"help": "Adapters root (default DATA/adapters)."})
-    loss: str = field(
-        default="pg",
-        metadata={"help": "pg: policy gradient with advantage, IS-truncated against behaviour log-probs; "
-                  "ppo: clipped ratio against the policy at cycle start, several epochs; "
-                  "sft: imitation of good rollouts only."},
-    )
-    loss_agg: str = field(
-        default="rollout",
-        metadata={"help": "rollout: every rollout weighs the same whatever its number of calls; "
-                  "sequence: every call weighs the same; token: every response token weighs the same."},
-    )
-    lr: float | None = field(default=None, metadata={"help": "Learning rate (default 2e-5 for pg/ppo, 2e-4 for sft)."})
-    lr_schedule: str = field(default="constant", metadata={"help": "constant | cosine (5% warmup, counted in rollouts)."})
-    epochs: int | None = field(default=None, metadata={"help": "Passes over the snapshot (default 1; 2 for ppo)."})
-    rollouts_per_step: int = field(default=8, metadata={"help": "Rollouts per optimizer step (steps count rollouts)."})
-    tokens_per_batch: int = field(default=4096, metadata={"help": "Micro-batch budget in padded tokens (grad accumulation)."})
-    max_prompt_tokens: int = field(default=2048, metadata={"help": "Prompts longer than this lose their start."})
-    max_response_tokens: int = field(default=1024, metadata={"help": "Responses longer than this lose their end."})
-    is_cap: float = field(default=2.0, metadata={"help": "Truncation cap of the importance weight pi/mu (pg, ppo)."})
-    clip_eps: float = field(default=0.2, metadata={"help": "PPO lower clip: ratio >= 1 - eps."})
-    clip_eps_high: float = field(default=0.28, metadata={"help": "PPO upper clip: ratio <= 1 + eps_high."})
-    kl_coef: float = field(default=0.0, metadata={"help": "Weight of the k3 KL to the base (adapter disabled); 0 = off."})
-    sft_min_return: float | None = field(default=None, metadata={"help": "sft keeps calls with return >= this."})
-    sft_top_k: int | None = field(default=None, metadata={"help": "sft keeps the k best rollouts of each task."})
-    grad_clip: float = field(default=1.0, metadata={"help": "Clip the global grad norm to this (0 = off)."})
-    lora_r: int = field(default=16, metadata={"help": "LoRA rank (vLLM accepts 1, 8, 16, 32, 64, ...)."})
-    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (scale alpha / r)."})
-    gradient_checkpointing: bool = field(default=False, metadata={"help": "Recompute activations (less memory)."})
-    merge_calls: bool = field(default=True, metadata={
-        "help": "Train a call inside the previous call's sequence when its tokens extend that call's prompt and "
-                "response (trajectory merging: the shared prefix is computed once; same loss)."})
-    seed: int = field(default=0, metadata={"help": "Seed for LoRA init and rollout order."})
-    fresh: bool = field(default=False, metadata={"help": "Start a new adapter instead of continuing LATEST."})
-    new_only: bool = field(default=False, metadata={
-        "help": "Train only on rollouts that no earlier cycle of adapters/LATEST's chain trained on."})
-    retrain: bool = field(default=False, metadata={
-        "help": "Train on a snapshot that adapters/LATEST was already trained on (default: skip it)."})
-    keep_adapters: int | None = field(default=None, metadata={
-        "help": "After saving: keep the N newest adapters, plus LATEST and every ancestor of a kept one "
-                "(`spanrl adapters clean`)."})
+    model: Path = knob(Path("."), "Local base model folder (no hub downloads).", required=True, show=False,
+                       click_type=click.Path(path_type=Path))
+    data: Path = knob(Path(DEFAULT_DATA), "Data root.", env="SPANRL_DATA")
+    snapshot: str = knob("LATEST", "Snapshot id or LATEST.")
+    out: Path | None = knob(None, "Adapters root (default DATA/adapters).",
+                            click_type=click.Path(file_okay=False, path_type=Path))
+    loss: str = knob("pg", "pg: policy gradient with advantage, IS-truncated against behaviour log-probs; "
+                     "ppo: clipped ratio against the policy at cycle start, several epochs; "
+                     "sft: imitation of good rollouts only.", choices=LOSS_CHOICES)
+    loss_agg: str = knob("rollout", "rollout: every rollout weighs the same whatever its number of calls; "
+                         "sequence: every call weighs the same; token: every response token weighs the same.",
+                         choices=AGG_CHOICES)
+    lr: float | None = knob(None, "Learning rate (default 2e-5 for pg/ppo, 2e-4 for sft).")
+    lr_schedule: str = knob("constant", "Learning-rate schedule (cosine: 5% warmup, counted in rollouts).",
+                            choices=SCHEDULE_CHOICES)
+    epochs: int | None = knob(None, "Passes over the snapshot (default 1; 2 for ppo).")
+    rollouts_per_step: int = knob(8, "Rollouts per optimizer step (steps count rollouts).")
+    tokens_per_batch: int = knob(4096, "Micro-batch budget in padded tokens (grad accumulation).")
+    max_prompt_tokens: int = knob(2048, "Prompts longer than this lose their start.")
+    max_response_tokens: int = knob(1024, "Responses longer than this lose their end.")
+    is_cap: float = knob(2.0, "Truncation cap of the importance weight pi/mu (pg, ppo).")
+    clip_eps: float = knob(0.2, "PPO lower clip: ratio >= 1 - eps.")
+    clip_eps_high: float = knob(0.28, "PPO upper clip: ratio <= 1 + eps_high.")
+    kl_coef: float = knob(0.0, "Weight of the k3 KL to the base (adapter disabled); 0 = off.")
+    sft_min_return: float | None = knob(None, "sft keeps calls with return >= this.")
+    sft_top_k: int | None = knob(None, "sft keeps the k best rollouts of each task.")
+    grad_clip: float = knob(1.0, "Clip the global grad norm to this (0 = off).")
+    lora_r: int = knob(16, "LoRA rank (vLLM accepts 1, 8, 16, 32, 64, ...).")
+    lora_alpha: int = knob(32, "LoRA alpha (scale alpha / r).")
+    gradient_checkpointing: bool = knob(False, "Recompute activations (less memory).",
+                                        flag="--gradient-checkpointing/--no-gradient-checkpointing")
+    merge_calls: bool = knob(True, "Train a call inside the previous call's sequence when its tokens extend that call's "
+                             "prompt and response (trajectory merging: the shared prefix is computed once; same loss).",
+                             flag="--merge-calls/--no-merge-calls", show="on")
+    seed: int = knob(0, "Seed for LoRA init and rollout order.")
+    fresh: bool = knob(False, "Start a new adapter instead of continuing LATEST.")
+    new_only: bool = knob(False, "Train only on rollouts that no earlier cycle of adapters/LATEST's chain trained on.")
+    retrain: bool = knob(False, "Train on a snapshot that adapters/LATEST was already trained on (default: skip it).")
+    keep_adapters: int | None = knob(None, "After saving: keep the N newest adapters, plus LATEST and every ancestor of "
+                                     "a kept one (`spanrl adapters clean`).", metavar="N")
 
     def __post_init__(self) -> None:
         self.model = Path(self.model)
         self.data = Path(self.data)
         self.out = Path(self.out) if self.out is not None else None
-        _choice("loss", self.loss, LOSS_CHOICES)
-        _choice("loss-agg", self.loss_agg, AGG_CHOICES)
-        _choice("lr-schedule", self.lr_schedule, SCHEDULE_CHOICES)
+        check_choices(self)
         for name in ("rollouts_per_step", "tokens_per_batch", "max_prompt_tokens", "max_response_tokens"):
             if getattr(self, name) < 1:
                 raise InputError(f"--{_flag(name)} must be >= 1, got {getattr(self, name)}")
@@ -135,19 +134,6 @@ def _flag(name: str) -> str:
     return name.replace("_", "-")
 
 
-def _choice(flag: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise InputError(f"--{flag} {value!r}: choose one of {', '.join(choices)}")
-
-
 def make_train_config(config_file: Path | None = None, **flags: Any) -> TrainConfig:
-    """Merge flags (None = not given) over the ``[train]`` table of the config file."""
-    data = Path(flags.get("data") or "spanrl-data")
-    path = find_config_file(data, config_file)
-    table: dict[str, Any] = load_toml(path).get("train", {})
-    known = {f.name for f in fields(TrainConfig)}
-    unknown = set(table) - known
-    if unknown:
-        raise InputError(f"{path}: unknown keys in [train]: {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
-    merged = {**table, **{k: v for k, v in flags.items() if v is not None}}
-    return TrainConfig(**merged)
+    """Flags (None = not given) over ``$SPANRL_DATA`` and the ``[train]`` section over the defaults."""
+    return resolve(TrainConfig, {**flags, "config_file": config_file}, "train")

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from spanrl.config import default_of
+from spanrl.trainer.config import TrainConfig
+
 
 @dataclass
 class LossInputs:
@@ -31,10 +34,12 @@ class LossInputs:
 
 @dataclass
 class LossParams:
-    is_cap: float = 2.0
-    clip_eps: float = 0.2
-    clip_eps_high: float = 0.28
-    kl_coef: float = 0.0
+    """The loss knobs of a ``TrainConfig``; their defaults are that config's (one home)."""
+
+    is_cap: float = default_of(TrainConfig, "is_cap")
+    clip_eps: float = default_of(TrainConfig, "clip_eps")
+    clip_eps_high: float = default_of(TrainConfig, "clip_eps_high")
+    kl_coef: float = default_of(TrainConfig, "kl_coef")
 
 
 Metrics = dict[str, float]

@@ -18,14 +18,15 @@ Every hit becomes a ``rewards`` row (source ``air``) aimed at the LLM call that 
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import asdict, dataclass
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from spanrl.config import ConfigFile, load_config_file, parse_toml
 from spanrl.errors import InputError
 from spanrl.transitions.sqlfiles import read_sql
 
@@ -40,8 +41,14 @@ class AirRule:
 
 
 def default_rules() -> list[AirRule]:
+    return list(_default_rules())
+
+
+@cache
+def _default_rules() -> tuple[AirRule, ...]:
+    """The packaged rules, parsed once per process (they change only with the release)."""
     text = resources.files("spanrl.transitions").joinpath("air_defaults.toml").read_text()
-    return _parse_rules(tomllib.loads(text).get("rules", []), "air_defaults.toml")
+    return tuple(_parse_rules(parse_toml(text, "air_defaults.toml").get("rules", []), "air_defaults.toml"))
 
 
 def _parse_rules(items: list[Any], where: str) -> list[AirRule]:
@@ -62,18 +69,18 @@ def _parse_rules(items: list[Any], where: str) -> list[AirRule]:
     return rules
 
 
-def load_air_rules(config_file: Path | None, table: dict[str, Any] | None = None) -> list[AirRule]:
-    """Defaults, then the ``[air]`` rules of ``spanrl.toml`` (same name replaces, order kept)."""
+def load_air_rules(config_file: Path | ConfigFile | None, table: dict[str, Any] | None = None) -> list[AirRule]:
+    """Defaults, then the ``[air]`` rules of ``spanrl.toml`` (a path, or the file parsed already;
+    same name replaces, order kept). ``table``: an ``[air]`` table given directly (tests)."""
+    file = config_file if isinstance(config_file, ConfigFile) else load_config_file(config_file)
     if table is None:
-        table = {}
-        if config_file is not None and Path(config_file).is_file():
-            with open(config_file, "rb") as fh:
-                table = tomllib.load(fh).get("air", {})
-    unknown = set(table) - {"defaults", "rules"}
-    if unknown:
-        raise InputError(f"{config_file}: unknown keys in [air]: {', '.join(sorted(unknown))} (use defaults, rules)")
+        table = file.table("air", ("defaults", "rules"))
+    else:
+        unknown = set(table) - {"defaults", "rules"}
+        if unknown:
+            raise InputError(f"[air]: unknown keys {', '.join(sorted(unknown))} (use defaults, rules)")
     rules = default_rules() if table.get("defaults", True) else []
-    for rule in _parse_rules(table.get("rules", []), str(config_file or "[air]")):
+    for rule in _parse_rules(table.get("rules", []), file.where("air", "rules") if file.path else "[air]"):
         rules = [r for r in rules if r.name != rule.name] + [rule]
     return rules
 

@@ -26,11 +26,11 @@ from typing import Any
 
 import duckdb
 
-from spanrl.ingest.config import IngestConfig, load_toml
 from spanrl.ingest.load import lake_lock
 from spanrl.ingest.views import connect, lock_down, sql_literal  # stage 1 owns the lake views
 from spanrl.ingest.views import read_sql as read_lake_sql
 from spanrl.transitions.air import load_air_rules, rules_as_dicts
+from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.credit import ADVANTAGE_COLUMNS, EPS, create_rollout_advantages
 from spanrl.transitions.incremental import (
     MAX_CLOSURE_ROUNDS,
@@ -75,7 +75,7 @@ CRASH_ENV = "SPANRL_TEST_CRASH_AT"
 HOLD_ENV = "SPANRL_TEST_HOLD_AT"  # "<point>:<file>": wait at <point> until <file> exists (tests only)
 
 
-def build_transitions(cfg: IngestConfig, con: duckdb.DuckDBPyConnection | None = None) -> BuildResult:
+def build_transitions(cfg: BuildConfig, con: duckdb.DuckDBPyConnection | None = None) -> BuildResult:
     """Bring the stage-2 tables and the snapshot up to date with ``cfg.data``'s lake (``con``: a
     prepared lake, e.g. a test's hand-built tables, which is always built in full).
 
@@ -92,15 +92,15 @@ OPERATIONAL_KEYS = frozenset({"data", "input", "no_transitions", "memory_limit",
                               "keep_days", "keep_snapshots"})
 
 
-def _build(cfg: IngestConfig, given: duckdb.DuckDBPyConnection | None) -> BuildResult:
+def _build(cfg: BuildConfig, given: duckdb.DuckDBPyConnection | None) -> BuildResult:
     data = Path(cfg.data)
     clean_stale_drafts(data)  # temp folders of builders killed over an hour ago (never visible)
     con = given if given is not None else open_lake(cfg)
     try:
-        rules = load_air_rules(cfg.config_file)
+        rules = load_air_rules(cfg.file)  # the spanrl.toml the config came from, parsed once
         config = {**cfg.to_dict(), "air_rules": rules_as_dicts(rules), "advantage_eps": EPS}
         row_config = {k: v for k, v in config.items() if k not in OPERATIONAL_KEYS}
-        key = reuse_key(row_config, load_toml(cfg.config_file).get("conventions") if cfg.config_file else None)
+        key = reuse_key(row_config, cfg.file.get("conventions"))
         state, inv = load_state(data), inventory(data)
         plan, clocks = _plan(con, cfg, state, inv, key, row_config, given is not None)
         build_id = new_snapshot_id()
@@ -134,7 +134,7 @@ def _files_moved(state: dict[str, Any] | None, inv: dict[str, Any]) -> bool:
     return any({k: list(v[:2]) for k, v in (state.get(key) or {}).items()} != inv[key] for key in ("lake", "feedback"))
 
 
-def _plan(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, state: dict[str, Any] | None, inv: dict[str, Any],
+def _plan(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, state: dict[str, Any] | None, inv: dict[str, Any],
           key: str, row_config: dict[str, Any], given: bool) -> tuple[Plan, dict[str, int]]:
     """Full or incremental, and why; the clock of every lake span file (old ones from the state)."""
     data = Path(cfg.data)
@@ -173,7 +173,7 @@ def _config_diff(old: dict[str, Any], new: dict[str, Any], state: dict[str, Any]
     return [f"config {', '.join(keys)}"] if keys else ["the stage-2 code (spanrl release, SQL or [[conventions]])"]
 
 
-def _compute(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, rules: list, plan: Plan,
+def _compute(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan: Plan,
              existing: set[str]) -> None:
     """Stage 2 over the plan's traces (every trace when full), as temp tables on ``con``, closing
     over rollouts a recomputed trace turns out to share with older traces (``existing``: the lake
@@ -283,7 +283,7 @@ def _rewrite_touched(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, buil
     return rewritten
 
 
-def _snapshot(cfg: IngestConfig, state: dict[str, Any], config: dict[str, Any], plan: Plan) -> BuildResult:
+def _snapshot(cfg: BuildConfig, state: dict[str, Any], config: dict[str, Any], plan: Plan) -> BuildResult:
     """The snapshot of every segment's rows: unchanged when its content hash equals LATEST's."""
     data = Path(cfg.data)
     con = duckdb.connect()
@@ -337,7 +337,7 @@ def _feedback_paths(data: Path, state: dict[str, Any]) -> list[Path]:
     return [Path(data) / f for f in (state.get("feedback") or {})]
 
 
-def open_lake(cfg: IngestConfig) -> duckdb.DuckDBPyConnection:
+def open_lake(cfg: BuildConfig) -> duckdb.DuckDBPyConnection:
     """Stage 1's views over the lake, with the memory limit and stage 1's spill folder, locked to
     what the builder reads (``builder_readable``) before any config-driven SQL runs on it."""
     con = connect(cfg.data, read_only=False, call_views=False, config_file=cfg.config_file)  # stage 2 creates them as tables

@@ -17,10 +17,10 @@ from pathlib import Path
 import duckdb
 
 from spanrl.errors import InputError
-from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.views import lock_down, mapped_conventions, register_conventions
 from spanrl.ingest.views import read_sql as read_lake_sql
 from spanrl.transitions.air import AirRule, air_rule_hits_sql, bad_rule_error, load_air_rules
+from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.feedback import load_feedback
 from spanrl.transitions.sqlfiles import read_sql
 
@@ -63,7 +63,7 @@ class Stage2Setup:
     conventions: list[str] | None = None  # the convention views llm_calls was made from (None: given rows)
 
 
-def set_variables(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> None:
+def set_variables(con: duckdb.DuckDBPyConnection, cfg: BuildConfig) -> None:
     """Hand the config to the SQL: one DuckDB variable per setting (values bound, never pasted)."""
     values = {
         "spanrl_rollout_key": cfg.rollout_key,
@@ -80,7 +80,7 @@ def set_variables(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> None:
         con.execute(f"SET VARIABLE {name} = (SELECT $v)", {"v": value})
 
 
-def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materialize: bool,
+def register_stage2(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, materialize: bool,
                     rules: list[AirRule] | None = None, readable: tuple[Path, ...] | None = None) -> Stage2Setup:
     """Create every stage-2 object on ``con`` (which must already have spans, llm_calls, tool_calls).
     ``rules``: the AIR rules to apply (default: those of ``cfg.config_file``).
@@ -103,7 +103,7 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: IngestConfig, materiali
         if name not in have:
             con.execute(f"CREATE TEMP TABLE {name} ({columns})")
     files = load_feedback(con, cfg.data)
-    rules = load_air_rules(cfg.config_file) if rules is None else rules
+    rules = load_air_rules(cfg.file) if rules is None else rules
     lock_down(con, readable)
     for name, path, heavy in STAGE2_OBJECTS:
         _create(con, name, "TABLE" if materialize and heavy else "VIEW", read_sql(path))
@@ -135,19 +135,19 @@ def register_lake_views(con: duckdb.DuckDBPyConnection, data: Path, readable: tu
     return True
 
 
-def lake_config(data: Path) -> tuple[IngestConfig, list[AirRule] | None]:
+def lake_config(data: Path) -> tuple[BuildConfig, list[AirRule] | None]:
     """The stage-2 config (and AIR rules) of the latest snapshot; spanrl.toml when there is none."""
-    from spanrl.ingest.config import make_ingest_config
+    from spanrl.transitions.config import make_ingest_config
     from spanrl.transitions.snapshot import latest_manifest
 
     manifest = latest_manifest(data)
     stored = dict((manifest or {}).get("config") or {})
     if not stored:
         return make_ingest_config(data=data), None
-    known = {f.name for f in fields(IngestConfig)}
+    known = {f.name for f in fields(BuildConfig)}
     values = {k: v for k, v in stored.items() if k in known and k not in ("data", "config_file", "input")}
     rules = [AirRule(**r) for r in stored.get("air_rules", [])] if "air_rules" in stored else None
-    return IngestConfig(data=data, **values), rules
+    return BuildConfig(data=data, **values), rules
 
 
 def _create(con: duckdb.DuckDBPyConnection, name: str, kind: str, body: str) -> None:
@@ -161,7 +161,7 @@ def _create(con: duckdb.DuckDBPyConnection, name: str, kind: str, body: str) -> 
     con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {body}")
 
 
-def _materialize_stage1(con: duckdb.DuckDBPyConnection, cfg: IngestConfig) -> list[str] | None:
+def _materialize_stage1(con: duckdb.DuckDBPyConnection, cfg: BuildConfig) -> list[str] | None:
     """Evaluate stage 1's LLM-call and tool-call relations once, as temp tables of the same names.
 
     Temp objects shadow main ones, also inside other views, so tool_calls (which reads llm_calls)

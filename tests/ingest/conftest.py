@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.load import LakeSummary, load_lake
+from spanrl.transitions.config import IngestConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT = ROOT / "tests" / "helpers" / "instrumented_agent.py"
@@ -63,8 +63,8 @@ def ingest_captured(folder: Path, data: Path) -> tuple[LakeSummary, list]:
 def stage2_connection(data: Path):
     """Stage 2 as the snapshot builder creates it (stage 1 materialised once, then the stage-2 SQL):
     a rollouts query over plain views of views spends tens of seconds binding."""
-    from spanrl.ingest.config import make_ingest_config
     from spanrl.transitions.build import open_lake
+    from spanrl.transitions.config import make_ingest_config
     from spanrl.transitions.rollouts import register_stage2
 
     cfg = make_ingest_config(data=data, threads=2)

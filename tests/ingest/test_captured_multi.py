@@ -14,9 +14,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.views import connect
 from spanrl.transitions.build import build_transitions
+from spanrl.transitions.config import IngestConfig
 from spanrl.transitions.tables import current_tables
 from tests.ingest.conftest import ingest_captured, rows_of
 from tests.ingest.test_real_instrumentation import assert_holds_exchange

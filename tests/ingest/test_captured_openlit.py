@@ -53,8 +53,8 @@ def test_openlit_rollouts_tasks_and_rewards(openlit_lake) -> None:
 def test_openlit_restorations_are_reported_by_the_build(openlit_lake) -> None:
     """The build summary (and the snapshot's stats) name the restored messages: 3, one per tool round."""
     data, _ = openlit_lake
-    from spanrl.ingest.config import IngestConfig
     from spanrl.transitions.build import build_transitions
+    from spanrl.transitions.config import IngestConfig
 
     result = build_transitions(IngestConfig(data=data, settle_s=0, threads=2))
     assert result.stats["prompt_messages_restored"] == 3

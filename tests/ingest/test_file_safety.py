@@ -13,9 +13,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from spanrl.ingest.config import IngestConfig
 from spanrl.ingest.load import load_lake
 from spanrl.ingest.views import connect
+from spanrl.transitions.config import IngestConfig
 from tests.ingest.otlp_lines import new_span_id, new_trace_id, span, trace_line, write_lines
 
 CLOSED = "traces-2026-01-01T00-00-00.000.jsonl"

@@ -66,8 +66,8 @@ PROBE_CASES = sorted(VIEW_TESTS.glob("*.test")) + sorted((VIEW_TESTS.parents[1] 
 
 @pytest.mark.parametrize("case", PROBE_CASES, ids=[p.stem for p in PROBE_CASES])
 def test_the_builder_stacks_only_used_conventions_and_loses_no_call(case: Path, tmp_path: Path) -> None:
-    from spanrl.ingest.config import make_ingest_config
     from spanrl.transitions.build import open_lake
+    from spanrl.transitions.config import make_ingest_config
     from tests.helpers.view_tests import parse_view_test, write_telemetry
     from tests.ingest.conftest import ingest, ingest_captured
 

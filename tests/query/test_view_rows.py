@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from spanrl.ingest.config import IngestConfig, make_ingest_config
 from spanrl.ingest.load import load_lake
 from spanrl.query import connect
 from spanrl.query.sql import wants_stage2
 from spanrl.transitions.build import open_lake
+from spanrl.transitions.config import IngestConfig, make_ingest_config
 from spanrl.transitions.rollouts import register_stage2
 from tests.helpers.view_tests import parse_view_test, show_value, write_telemetry
 

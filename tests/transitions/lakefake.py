@@ -164,8 +164,8 @@ def sample_lake(data: Path, n_tasks: int = 3, repeats: int = 4) -> FakeLake:
 if __name__ == "__main__":  # used by the crash tests: build the sample lake's snapshot in a subprocess
     import sys
 
-    from spanrl.ingest.config import make_ingest_config
     from spanrl.transitions.build import build_transitions
+    from spanrl.transitions.config import make_ingest_config
 
     lake = sample_lake(Path(sys.argv[1]))
     result = build_transitions(make_ingest_config(data=lake.data, settle_s=0), con=lake.connect())

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from spanrl.ingest.config import IngestConfig
 from spanrl.transitions import TRANSITION_SCHEMA, read_snapshot
 from spanrl.transitions.build import build_transitions
+from spanrl.transitions.config import IngestConfig
 from spanrl.transitions.credit import compute_advantages
 from tests.transitions.lakefake import sample_lake
 

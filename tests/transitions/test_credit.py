@@ -102,7 +102,7 @@ def test_air_without_any_hit_is_identical_credit() -> None:
 def test_default_credit_is_identical() -> None:
     """The default follows the 3-seed ablation (docs/demo.md): identical credit learned most; `air`,
     with AIR raw or in the group statistics, learned least."""
-    from spanrl.ingest.config import CREDIT_CHOICES, IngestConfig
+    from spanrl.transitions.config import CREDIT_CHOICES, IngestConfig
 
     assert IngestConfig().credit == "identical" and set(CREDIT_CHOICES) >= {"identical", "discounted", "last", "air"}
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spanrl.ingest.config import IngestConfig
 from spanrl.transitions.build import build_transitions
+from spanrl.transitions.config import IngestConfig
 from tests.transitions.lakefake import FakeLake, assistant, new_id, user
 
 call_st = st.tuples(

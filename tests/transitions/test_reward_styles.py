@@ -17,9 +17,9 @@ from click.testing import CliRunner
 
 from spanrl.cli import cli
 from spanrl.errors import InputError
-from spanrl.ingest.config import make_ingest_config
 from spanrl.transitions import read_snapshot
 from spanrl.transitions.build import build_transitions, open_lake
+from spanrl.transitions.config import make_ingest_config
 from spanrl.transitions.rollouts import register_stage2
 from tests.transitions.lakefake import FakeLake, assistant, new_id, user
 

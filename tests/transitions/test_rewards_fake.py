@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from spanrl.errors import InputError
-from spanrl.ingest.config import make_ingest_config
 from spanrl.transitions import read_snapshot
 from spanrl.transitions.build import build_transitions
+from spanrl.transitions.config import make_ingest_config
 from tests.transitions.lakefake import FakeLake, assistant, new_id, user
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spanrl.ingest.config import IngestConfig
 from spanrl.transitions.build import build_transitions
+from spanrl.transitions.config import IngestConfig
 from tests.transitions.lakefake import FakeLake, assistant, new_id, user
 
 

@@ -28,8 +28,8 @@ def _tables(data: Path) -> dict[str, list[Path]]:
 @pytest.fixture(scope="module")
 def roots(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(a data root the real stage-2 build built, one with the generated tables), same spans."""
-    from spanrl.ingest.config import make_ingest_config
     from spanrl.transitions.build import build_transitions
+    from spanrl.transitions.config import make_ingest_config
 
     built, generated = tmp_path_factory.mktemp("built"), tmp_path_factory.mktemp("generated")
     for data in (built, generated):
