@@ -31,7 +31,13 @@ from spanrl.ingest.views import connect, lock_down, sql_literal  # stage 1 owns 
 from spanrl.ingest.views import read_sql as read_lake_sql
 from spanrl.transitions.air import load_air_rules, rules_as_dicts
 from spanrl.transitions.config import BuildConfig
-from spanrl.transitions.credit import ADVANTAGE_COLUMNS, EPS, create_rollout_advantages
+from spanrl.transitions.credit import (
+    ADVANTAGE_COLUMNS,
+    EPS,
+    create_rollout_advantages,
+    credit_params,
+    credit_sql,
+)
 from spanrl.transitions.incremental import (
     MAX_CLOSURE_ROUNDS,
     Plan,
@@ -203,7 +209,7 @@ def _compute(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan
                    FROM transition_rows GROUP BY rollout_id""")
     # the stored rows carry their return; the advantage is the snapshot reader's (it moves with every night)
     con.execute("CREATE OR REPLACE TEMP TABLE transitions AS SELECT * REPLACE (NULL::DOUBLE AS advantage) FROM ("
-                + read_sql("snapshot/apply_advantages") + ")", {"credit": cfg.credit, "gamma": cfg.gamma})
+                + credit_sql(cfg.credit) + ")", credit_params(cfg))
     _create(con, "transition_rows", "VIEW", "SELECT * FROM transitions")
 
 

@@ -1,9 +1,10 @@
 """Credit assignment and advantages (docs/transitions.md, "Credit and advantages").
 
-Two steps, two SQL files: ``rollout_advantages.sql`` turns per-rollout scalars (task, reward) into
-one advantage per rollout, ``apply_advantages.sql`` spreads it over the rollout's calls by the credit
-mode. A snapshot stores the first step's output in a small table and its readers run the second
-(``snapshot.py``), so a night's new rollouts change that table, never an old row.
+Two steps: ``rollout_advantages.sql`` turns per-rollout scalars (task, reward) into one advantage
+per rollout, ``apply_advantages.sql`` spreads it over the rollout's calls by the credit mode, whose
+rule is its own file ``sql/credit/<mode>.sql`` (``credit_modes`` lists them; a mode's ``$parameters``
+are bound by name from the stage-2 config). A snapshot stores the first step's output in a small
+table and its readers run the second (``snapshot.py``), so a night's new rollouts change that table, never an old row.
 ``compute_advantages`` runs both over any snapshot table, so advantages can be recomputed (another
 ``--advantage``, or task statistics reduced across shards) without rebuilding. The pure functions below state the
 maths one rollout at a time; the tests check the SQL against them.
@@ -12,11 +13,18 @@ maths one rollout at a time; the tests check the SQL against them.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
+from spanrl.config import default_of
+from spanrl.errors import InputError
+from spanrl.sqlfiles import HEADER, SqlFiles, sql_literal
 from spanrl.transitions.sqlfiles import read_sql
 
 EPS = 1e-6  # added to the std, as in GRPO: (R - mean) / (std + eps)
@@ -115,19 +123,21 @@ def step_credit(value: float, step_rewards: Sequence[float], credit: str, gamma:
 
 
 def compute_advantages(
-    table: pa.Table, credit: str = "identical", gamma: float = 0.95, advantage: str = "group", eps: float = EPS
+    table: pa.Table, credit: str = "identical", gamma: float = 0.95, advantage: str = "group", eps: float = EPS,
+    **knobs: Any,
 ) -> pa.Table:
-    """Fill ``return`` and ``advantage`` of transition rows (a snapshot table or the builder's rows)."""
+    """Fill ``return`` and ``advantage`` of transition rows (a snapshot table or the builder's rows).
+    ``knobs``: the stage-2 config values a credit mode's SQL declares beyond ``gamma`` (by name)."""
     con = duckdb.connect()
     try:
         con.register("transition_rows", table)
-        return run_advantages(con, credit, gamma, advantage, eps)
+        return run_advantages(con, credit, gamma, advantage, eps, **knobs)
     finally:
         con.close()
 
 
 def run_advantages(
-    con: duckdb.DuckDBPyConnection, credit: str, gamma: float, advantage: str, eps: float = EPS
+    con: duckdb.DuckDBPyConnection, credit: str, gamma: float, advantage: str, eps: float = EPS, **knobs: Any
 ) -> pa.Table:
     """Both steps over the relation ``transition_rows`` on ``con``, in (rollout_id, step) order."""
     con.execute("CREATE OR REPLACE TEMP VIEW _rollout_air AS " + read_sql("snapshot/rollout_air"))
@@ -136,7 +146,7 @@ def run_advantages(
                           any_value(a.s) AS s, any_value(a.n) AS n
                    FROM transition_rows JOIN _rollout_air a USING (rollout_id) GROUP BY rollout_id""")
     create_rollout_advantages(con, advantage, eps)
-    return apply_advantages(con, credit, gamma)
+    return apply_advantages(con, {"credit": credit, "gamma": gamma, **knobs})
 
 
 # advantages.parquet columns since AIR joined the group statistics; a table written before has only
@@ -158,9 +168,84 @@ def create_rollout_advantages(con: duckdb.DuckDBPyConnection, advantage: str, ep
                 {"advantage": advantage, "eps": eps})
 
 
-def apply_advantages(con: duckdb.DuckDBPyConnection, credit: str, gamma: float) -> pa.Table:
-    """``transition_rows`` with return and advantage from ``_rollout_adv``, in (rollout_id, step) order."""
-    return con.sql(read_sql("snapshot/apply_advantages"), params={"credit": credit, "gamma": gamma}).to_arrow_table()
+# The credit modes: one statement each in sql/credit/<mode>.sql, found by file name, so a new mode is a
+# new file (plus a config field when it declares a new parameter). A test points this at another package.
+_MODES = SqlFiles("spanrl.transitions")
+# A manifest that does not record its credit mode was written when air was the only stored mode.
+_UNRECORDED_CREDIT = "air"
+
+
+def credit_modes() -> tuple[str, ...]:
+    """The credit modes this release knows, sorted: the files of ``sql/credit/`` (the ``--credit``
+    choices and the values a manifest may name)."""
+    folder = resources.files(_MODES.package).joinpath("sql", "credit")
+    return tuple(sorted(f.name[:-4] for f in folder.iterdir() if f.name.endswith(".sql")))
+
+
+def credit_sql(credit: str, snapshot: str | Path | None = None) -> str:
+    """The apply step for one credit mode: its ``sql/credit/<mode>.sql`` as the relation ``credit_rows``
+    of ``snapshot/apply_advantages.sql``. A mode this release does not know is an ``InputError``
+    naming ``snapshot`` (when given) and the modes there are, never another mode's rule."""
+    modes = credit_modes()
+    if credit not in modes:
+        where = f"snapshot {snapshot}: " if snapshot is not None else ""
+        raise InputError(
+            f"{where}credit mode {credit!r} is not one this spanrl knows ({', '.join(modes)}); read it with the "
+            "spanrl release that wrote it, or rebuild with `spanrl transitions build --rebuild --credit MODE`"
+        )
+    return f"WITH credit_rows AS (\n{_MODES.read(f'credit/{credit}')}\n)\n{read_sql('snapshot/apply_advantages')}"
+
+
+def credit_params(config: Mapping[str, Any] | Any) -> dict[str, Any]:
+    """The parameters the config's credit mode declares (``-- name: discounted($gamma)``), each bound
+    by name from the stage-2 config: a ``BuildConfig`` (or any object with those attributes) or a
+    manifest's ``config`` mapping, where a key the manifest does not record takes the field's default."""
+    header = HEADER.match(_MODES.read(f"credit/{_credit_of(config)}").splitlines()[0])
+    names = [p.strip().lstrip("$") for p in (header["params"] or "").split(",") if p.strip()] if header else []
+    return {name: _config_value(config, name) for name in names}
+
+
+def _credit_of(config: Mapping[str, Any] | Any) -> str:
+    if isinstance(config, Mapping):
+        return config.get("credit", _UNRECORDED_CREDIT)
+    return config.credit
+
+
+def _config_value(config: Mapping[str, Any] | Any, name: str) -> Any:
+    if not isinstance(config, Mapping):
+        return getattr(config, name)
+    if name in config:
+        return config[name]
+    from spanrl.transitions.config import BuildConfig  # only for a knob newer than the manifest
+
+    return default_of(BuildConfig, name)
+
+
+def apply_advantages(
+    con: duckdb.DuckDBPyConnection, config: Mapping[str, Any] | Any, snapshot: str | Path | None = None
+) -> pa.Table:
+    """``transition_rows`` with return and advantage from ``_rollout_adv`` by the config's credit mode
+    (``config``: a stage-2 config or a manifest's ``config``), in (rollout_id, step) order."""
+    return con.sql(credit_sql(_credit_of(config), snapshot), params=credit_params(config)).to_arrow_table()
+
+
+def credit_view_sql(config: Mapping[str, Any], rows: str, adv: str, snapshot: str | Path | None = None) -> str:
+    """``apply_advantages`` as one SELECT over the relations ``rows`` and ``adv`` with the mode's
+    parameters written in as literals: the body of a lazy view (a view cannot hold parameters)."""
+    sql = credit_sql(_credit_of(config), snapshot)
+    sql = re.sub(r"\btransition_rows\b", rows, re.sub(r"\b_rollout_adv\b", adv, sql))
+    for name, value in credit_params(config).items():
+        sql = re.sub(rf"\${name}\b", _literal(value), sql)
+    return sql
+
+
+def _literal(value: Any) -> str:
+    """A config value as SQL text: a number as Python writes it (``0.95``), a string quoted."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return sql_literal(str(value))
 
 
 def advantage_stats(con: duckdb.DuckDBPyConnection) -> dict[str, int]:

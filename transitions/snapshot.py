@@ -33,7 +33,7 @@ from spanrl import __version__
 from spanrl.errors import InputError
 from spanrl.publish import clean_drafts, draft_folder, publish, read_pointer, write_text_atomic
 from spanrl.sqlfiles import sql_literal
-from spanrl.transitions.credit import with_air_columns
+from spanrl.transitions.credit import credit_view_sql, with_air_columns
 from spanrl.transitions.schema import COLUMNS, SCHEMA_VERSION, TRANSITION_SCHEMA, conform
 from spanrl.transitions.sqlfiles import read_sql
 
@@ -288,9 +288,7 @@ def register_snapshot(con: duckdb.DuckDBPyConnection, data: Path | str, ref: str
         con.register(f"{name}_adv_table", adv)
         con.execute(f"CREATE OR REPLACE TEMP VIEW {name}_adv AS "
                     + with_air_columns(f"{name}_adv_table", adv.schema.names))
-        body = (read_sql("snapshot/apply_advantages").replace("transition_rows", f"{name}_rows")
-                .replace("_rollout_adv", f"{name}_adv").replace("$credit", sql_literal(config.get("credit", "air")))
-                .replace("$gamma", repr(float(config.get("gamma", 0.95)))))
+        body = credit_view_sql(config, f"{name}_rows", f"{name}_adv", folder)
     con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * REPLACE "
                 f"({sql_literal(manifest['snapshot_id'])} AS snapshot_id) FROM ({body})")
 
@@ -349,7 +347,7 @@ def read_snapshot(data: Path | str, ref: str = "LATEST") -> tuple[pa.Table, dict
                 f"{str(expected)[:16]}): a part was changed after the snapshot was written. Rebuild it with "
                 "`spanrl transitions build` (or restore the original parts)"
             )
-        table = _with_advantages(con, adv, manifest.get("config") or {})
+        table = _with_advantages(con, adv, manifest.get("config") or {}, folder)
     finally:
         con.close()
     sid = pa.array([manifest["snapshot_id"]] * table.num_rows, pa.string())
@@ -357,7 +355,7 @@ def read_snapshot(data: Path | str, ref: str = "LATEST") -> tuple[pa.Table, dict
     return conform(table), {**manifest, "content_hash_read": read}
 
 
-def _with_advantages(con: duckdb.DuckDBPyConnection, adv: str | None, config: dict[str, Any]) -> pa.Table:
+def _with_advantages(con: duckdb.DuckDBPyConnection, adv: str | None, config: dict[str, Any], folder: Path) -> pa.Table:
     """The rows of ``transition_rows`` in (rollout_id, step) order, advantage from ``adv`` when set."""
     if adv is None:
         return con.sql("SELECT * FROM transition_rows ORDER BY rollout_id, step").to_arrow_table()
@@ -365,7 +363,7 @@ def _with_advantages(con: duckdb.DuckDBPyConnection, adv: str | None, config: di
 
     names = [d[0] for d in con.execute(f"SELECT * FROM {adv} LIMIT 0").description]
     con.execute("CREATE OR REPLACE TEMP TABLE _rollout_adv AS " + with_air_columns(adv, names))
-    return apply_advantages(con, config.get("credit", "air"), float(config.get("gamma", 0.95)))
+    return apply_advantages(con, config, folder)
 
 
 def load_snapshot(ref: str = "LATEST", data: Path | str | None = None, as_arrow: bool = False) -> Any:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
+import re
+import sys
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -10,15 +14,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from spanrl.errors import InputError
+from spanrl.sqlfiles import SqlFiles
+from spanrl.transitions import credit
 from spanrl.transitions.credit import (
     air_rollout_advantages,
     air_step_advantages,
     compute_advantages,
+    credit_modes,
+    credit_params,
     rollout_advantages,
     run_advantages,
     step_credit,
 )
 from spanrl.transitions.schema import TRANSITION_SCHEMA
+from spanrl.transitions.snapshot import open_snapshot, read_snapshot, register_snapshot
+from spanrl.transitions.sqlfiles import read_sql
+
+_KNOWN = credit_modes()
 
 
 def _rows(rollouts: list[tuple[str, str | None, float | None, list[float]]]) -> pa.Table:
@@ -105,6 +118,107 @@ def test_default_credit_is_identical() -> None:
     from spanrl.transitions.config import CREDIT_CHOICES, IngestConfig
 
     assert IngestConfig().credit == "identical" and set(CREDIT_CHOICES) >= {"identical", "discounted", "last", "air"}
+
+
+def test_the_credit_modes_are_the_sql_files_and_the_config_offers_them() -> None:
+    """One file per mode in sql/credit/; ``--credit`` and the TOML value accept exactly those."""
+    from spanrl.config import choices_of
+    from spanrl.transitions.config import BuildConfig
+
+    folder = Path(credit.__file__).parent / "sql" / "credit"
+    assert credit_modes() == tuple(sorted(p.stem for p in folder.glob("*.sql")))
+    assert {"identical", "air", "discounted", "last"} <= set(credit_modes())
+    assert set(choices_of(BuildConfig, "credit")) == set(credit_modes())
+
+
+@pytest.mark.parametrize("mode", credit_modes())
+def test_every_credit_mode_keeps_the_rows_and_their_columns(mode: str) -> None:
+    """A mode replaces return and advantage only: same rows, same columns in their places, (rollout_id,
+    step) order, a value for every call (what the snapshot hash, trainer batches and exports rely on)."""
+    table = _rows([("b", "T", 1.0, [0.0, -0.5, 0.0]), ("a", "T", 0.0, [0.0, 0.0]), ("c", None, None, [0.1])])
+    out = compute_advantages(table, credit=mode, advantage="batch")
+    assert out.column_names == table.column_names
+    assert out["return"].type == out["advantage"].type == pa.float64()
+    assert [(r["rollout_id"], r["step"]) for r in out.to_pylist()] == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2),
+                                                                       ("c", 0)]
+    assert out["return"].null_count == out["advantage"].null_count == 0
+    unchanged = [c for c in table.column_names if c not in ("return", "advantage")]
+    assert out.select(unchanged).sort_by([("rollout_id", "ascending"), ("step", "ascending")]).to_pylist() == \
+        table.select(unchanged).sort_by([("rollout_id", "ascending"), ("step", "ascending")]).to_pylist()
+
+
+def test_a_mode_binds_its_declared_parameters_by_name() -> None:
+    """discounted declares $gamma: it is taken from the config; a manifest without it gets the default."""
+    from spanrl.config import default_of
+    from spanrl.transitions.config import BuildConfig
+
+    assert credit_params({"credit": "discounted", "gamma": 0.5, "advantage": "group"}) == {"gamma": 0.5}
+    assert credit_params({"credit": "discounted"}) == {"gamma": default_of(BuildConfig, "gamma")}
+    assert credit_params({"credit": "identical", "gamma": 0.5}) == {}
+    assert credit_params(BuildConfig(credit="discounted", gamma=0.7)) == {"gamma": 0.7}
+
+
+def test_a_new_mode_file_is_picked_up_without_any_python_change(tmp_path: Path, monkeypatch) -> None:
+    """A stage package whose sql/credit/ holds today's files plus one more: the new mode is listed,
+    runs, and gets its new parameter by name (here from compute_advantages' knobs)."""
+    pkg = tmp_path / "credit_stage"
+    (pkg / "sql" / "credit").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    for mode in credit_modes():
+        (pkg / "sql" / "credit" / f"{mode}.sql").write_text((Path(credit.__file__).parent / "sql" / "credit"
+                                                            / f"{mode}.sql").read_text())
+    (pkg / "sql" / "credit" / "bonus.sql").write_text(
+        "-- name: bonus($gamma, $bonus)\n-- Test mode: the rollout's values times gamma, plus a flat bonus.\n"
+        'SELECT tr.* REPLACE (adv.r * $gamma + $bonus AS "return", adv.a_r * $gamma + $bonus AS advantage)\n'
+        "FROM transition_rows tr JOIN _rollout_adv adv USING (rollout_id)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(credit, "_MODES", SqlFiles("credit_stage"))
+    try:
+        assert credit_modes() == tuple(sorted((*_KNOWN, "bonus")))
+        table = _rows([("x", "T", 1.0, [0.0, 0.0]), ("y", "T", 0.0, [0.0])])
+        same = compute_advantages(table, credit="identical")
+        out = compute_advantages(table, credit="bonus", gamma=0.5, bonus=2.0)
+        assert out["return"].to_pylist() == pytest.approx([r * 0.5 + 2.0 for r in same["return"].to_pylist()])
+        assert out["advantage"].to_pylist() == pytest.approx([a * 0.5 + 2.0 for a in same["advantage"].to_pylist()])
+    finally:
+        sys.modules.pop("credit_stage", None)
+
+
+def _snapshot_with_advantages(data: Path, credit_mode: str) -> Path:
+    """A snapshot as the builder leaves it: parts with NULL advantages plus advantages.parquet."""
+    table = _rows([("x", "T", 1.0, [0.0, -0.5]), ("y", "T", 0.0, [0.0])])
+    con = duckdb.connect()
+    try:
+        con.register("transition_rows", table)
+        run_advantages(con, credit_mode, 0.9, "group")
+        with open_snapshot(data) as draft:
+            draft.write_part(table)
+            draft.write_index(con, read_sql("snapshot/rollout_digests"), "SELECT * FROM _rollout_adv")
+            return draft.commit({"credit": credit_mode, "gamma": 0.9}, [])
+    finally:
+        con.close()
+
+
+def test_a_snapshot_of_an_unknown_credit_mode_is_refused_by_name(tmp_path: Path) -> None:
+    """A manifest naming a mode this release lacks (a newer spanrl wrote it, or an edit): every reader
+    says which snapshot, which mode and the modes there are, instead of applying another rule."""
+    folder = _snapshot_with_advantages(tmp_path, "air")
+    table, _ = read_snapshot(tmp_path)
+    assert table["advantage"].null_count == 0  # the fixture is readable as written
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["config"]["credit"] = "bogus"
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    expected = rf"{re.escape(str(folder))}.*'bogus'.*{', '.join(credit_modes())}"
+    with pytest.raises(InputError, match=expected):
+        read_snapshot(tmp_path)
+    con = duckdb.connect()
+    try:
+        with pytest.raises(InputError, match=expected):
+            register_snapshot(con, tmp_path, "LATEST", "snap")
+    finally:
+        con.close()
+    with pytest.raises(InputError, match=r"credit mode 'bogus'"):
+        compute_advantages(table, credit="bogus")
 
 
 rollout_st = st.tuples(
