@@ -54,7 +54,7 @@ FORMATS: dict[str, Format] = {
             "prompt_token_ids, response_token_ids, response_logprobs, token_source, temperature":
                 "the engine's token ids and log-probs where it recorded them (token_source = engine), else null",
             "final_reward, step_reward": "the rollout's reward; the AIR reward this call set off itself",
-            "return, advantage": ("filled as spanrl's own readers fill them: advantages.parquet applied with the "
+            "return, advantage": ("filled as spanrl's own readers fill them: the snapshot's advantages table applied with the "
                                   "snapshot's credit config (in the file metadata as `spanrl.config`)"),
             "is_last, source_files": "the snapshot columns of the same name",
         },

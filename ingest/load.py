@@ -37,6 +37,7 @@ from spanrl.ingest.scan import (
     open_planned,
     plan_files,
     read_file_state,
+    set_aside_file_state,
     write_file_state,
 )
 from spanrl.ingest.views import read_sql, render_sql, sql_literal
@@ -247,8 +248,7 @@ def recover_file_state(lake: Path, warnings: list[str]) -> dict[str, dict]:
     try:
         return read_file_state(lake)
     except FileStateError as exc:
-        aside = lake / f"_files.parquet.corrupt-{datetime.now(UTC):%Y%m%dT%H%M%S}"
-        (lake / "_files.parquet").replace(aside)
+        aside = set_aside_file_state(lake)
         warnings.append(f"{exc}: moved to {aside} and rebuilt; every span file is read again this run and spans "
                         "already in the lake are dropped as duplicates")
         return {}

@@ -23,6 +23,7 @@ import os
 import re
 import struct
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -185,6 +186,20 @@ def write_file_state(lake: Path, records: dict[str, dict]) -> None:
     finally:
         con.close()
     tmp.replace(lake / "_files.parquet")
+
+
+def file_state_path(lake: Path) -> Path:
+    """Where the lake manifest lives, for the read-only ``span_files`` view of ``spanrl sql``
+    (``ingest/views.py``); everything else reads and writes it through the two functions above."""
+    return lake / "_files.parquet"
+
+
+def set_aside_file_state(lake: Path) -> Path:
+    """Move a corrupt lake manifest aside (kept for a look, never read again) and return where it went;
+    the next ``write_file_state`` starts a new one (``load.recover_file_state``)."""
+    aside = lake / f"_files.parquet.corrupt-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    (lake / "_files.parquet").replace(aside)
+    return aside
 
 
 _DUCKDB_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN", pa.timestamp("us"): "TIMESTAMP"}

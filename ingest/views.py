@@ -17,7 +17,7 @@ import pyarrow as pa
 from spanrl.config import find_config_file
 from spanrl.ingest.mapped import load_mapped_conventions, register_mapped
 from spanrl.ingest.pyliteral import register_py_literal_json
-from spanrl.ingest.scan import FILES_SCHEMA, REJECTS_SCHEMA
+from spanrl.ingest.scan import FILES_SCHEMA, REJECTS_SCHEMA, file_state_path
 from spanrl.sqlfiles import SqlFiles, sql_literal
 
 if TYPE_CHECKING:  # pyarrow.dataset imports pandas (0.25 s): only the guarded connection needs it
@@ -143,7 +143,7 @@ def open_guarded(data: Path) -> duckdb.DuckDBPyConnection:
             con.execute(read_sql(f"{table}_empty"))
         else:
             register_dataset(con, table, lambda ext, t=table: _lake_dataset(lake / t, hive=True, json_ext=ext))
-    extras = {"rejects": (lake / "_rejects", REJECTS_SCHEMA), "span_files": (lake / "_files.parquet", FILES_SCHEMA)}
+    extras = {"rejects": (lake / "_rejects", REJECTS_SCHEMA), "span_files": (file_state_path(lake), FILES_SCHEMA)}
     for name, (path, schema) in extras.items():
         has_files = path.is_file() or (path.is_dir() and any(path.glob("*.parquet")))
         con.register(name, _lake_dataset(path, hive=False) if has_files else schema.empty_table())

@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from spanrl.layout import latest_adapter_id
 from spanrl.rollout.config import RolloutConfig
 from spanrl.rollout.process import agent_env, otlp_protocol, run_attempt, run_scorer
 from spanrl.rollout.reaper import reap_orphans
 from spanrl.rollout.runs import OK, Attempt, RunLog, derive_run_id, plan_run, rollout_id_for
-from spanrl.rollout.services import Otlp, embedded_collector, latest_adapter, policy_id, started_server
+from spanrl.rollout.services import Otlp, embedded_collector, policy_id, started_server
 from spanrl.rollout.spans import attempt_request, post_spans
 from spanrl.rollout.tasks import Task, read_tasks
 
@@ -112,7 +113,7 @@ def resolve_run_id(cfg: RolloutConfig) -> str:
         return cfg.run_id
     if cfg.policy_url is None:  # the server we start serves adapters/LATEST of this data root
         policy = json.dumps({"model": str(cfg.model), "served": cfg.served_model_names, "temperature": cfg.temperature,
-                             "adapter": cfg.adapter_id or latest_adapter(cfg.data) or "base"})
+                             "adapter": cfg.adapter_id or latest_adapter_id(cfg.data) or "base"})
     else:
         policy = json.dumps({"url": cfg.policy_url.rstrip("/"), "adapter": cfg.adapter_id or policy_id(cfg.policy_url)})
     return derive_run_id(cfg.tasks, policy, cfg.command)

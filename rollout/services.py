@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from spanrl.errors import InputError
+from spanrl.layout import latest_adapter_id
 from spanrl.processes import stop_group
-from spanrl.publish import read_pointer
 from spanrl.rollout.process import otlp_env
 from spanrl.rollout.spans import SCOPE as RUNNER_SCOPE
 
@@ -130,11 +130,6 @@ def embedded_collector(data: Path) -> Iterator[Otlp]:
         loop.close()
 
 
-def latest_adapter(data: Path) -> str | None:
-    """The id in ``DATA/adapters/LATEST`` (docs/architecture.md), or None before the first training cycle."""
-    return read_pointer(Path(data) / "adapters")
-
-
 @contextlib.contextmanager
 def started_server(data: Path, model: Path, otlp: Otlp, temperature: float | None, served_names: list[str],
                    log_path: Path) -> Iterator[str]:
@@ -142,7 +137,7 @@ def started_server(data: Path, model: Path, otlp: Otlp, temperature: float | Non
     ``served_names``: the names it answers to (``--served-model-name``, e.g. what an agent hard-codes).
     Its own spans (exact token ids) go to the run's collector."""
     cmd = [sys.executable, "-m", "spanrl", "serve", "--model", str(model), "--data", str(data), "--port", "0"]
-    if latest_adapter(data):
+    if latest_adapter_id(data):
         cmd += ["--adapter", "LATEST"]
     if temperature is not None:
         cmd += ["--temperature", str(temperature)]

@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from spanrl.serve.engine import SamplingParams, Sequence
+from spanrl.trainer.adapter import ADAPTER_CONFIG, is_peft_folder
 
 
 class ApiError(Exception):
@@ -191,8 +192,8 @@ def check_adapter_path(path: str, adapters_root: Path, allow_any: bool) -> Path:
     if not allow_any and root not in folder.parents:
         raise ApiError(f"{path} is outside {root}; this server loads adapters from there only "
                        "(start it with --allow-any-adapter-path to load others)", 403, "lora_path")
-    if not (folder / "adapter_config.json").is_file():
-        raise ApiError(f"{path} holds no adapter_config.json; pass a PEFT adapter folder", param="lora_path")
+    if not is_peft_folder(folder):
+        raise ApiError(f"{path} holds no {ADAPTER_CONFIG}; pass a PEFT adapter folder", param="lora_path")
     return folder
 
 

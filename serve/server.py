@@ -43,7 +43,7 @@ from spanrl.serve.tracing import (
     response_attributes,
     start_chat_span,
 )
-from spanrl.trainer.adapter import adapters_dir
+from spanrl.trainer.adapter import ADAPTER_CONFIG, adapters_dir, is_peft_folder
 
 log = logging.getLogger("spanrl.serve")
 ADAPTER_HEADER = "x-spanrl-adapter"
@@ -300,8 +300,8 @@ def _make_watcher(engine: Engine, config: ServeConfig) -> AdapterWatcher:
     path = Path(config.adapter)
     if path.name == "LATEST" and not path.is_dir():
         return AdapterWatcher(engine, adapters_root=path.parent)
-    if not (path / "adapter_config.json").is_file():
-        raise InputError(f"--adapter {path}: no adapter_config.json there; pass a PEFT adapter folder or LATEST")
+    if not is_peft_folder(path):
+        raise InputError(f"--adapter {path}: no {ADAPTER_CONFIG} there; pass a PEFT adapter folder or LATEST")
     return AdapterWatcher(engine, fixed=path)
 
 

@@ -29,7 +29,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "ui": {"ingest", "transitions", "query", "trainer", "demo"},
 }
 STAGES = set(MAY_IMPORT)
-SHARED = {"spanrl.errors", "spanrl.options", "spanrl.config", "spanrl.sqlfiles", "spanrl.publish", "spanrl"}
+SHARED = {"spanrl.errors", "spanrl.options", "spanrl.config", "spanrl.sqlfiles", "spanrl.publish", "spanrl.layout", "spanrl"}
 MAX_FOLDER_SHARE = 0.35
 MAX_MODULE_LINES = 400
 

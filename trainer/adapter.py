@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from spanrl.errors import InputError
+from spanrl.layout import ADAPTER_CONFIG, CYCLE_LOG, TRAINING_STATE, cycle_log, read_training_state
+from spanrl.layout import adapters_dir as _adapters_dir
 from spanrl.publish import draft_folder, publish, read_pointer, write_pointer
 from spanrl.transitions.snapshot import snapshot_column, snapshot_exists, transitions_dir
 
@@ -68,7 +70,7 @@ def read_latest(root: Path) -> Parent | None:
     if cycle_id is None:
         return None
     folder = root / cycle_id
-    state_path = folder / "training_state.json"
+    state_path = folder / TRAINING_STATE
     try:
         state = json.loads(state_path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
@@ -117,7 +119,7 @@ def save_cycle(
     with draft_folder(root, cycle_id) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         (tmp / "README.md").unlink(missing_ok=True)  # peft's model card: not part of our contract
-        (tmp / "training_state.json").write_text(json.dumps(state, indent=2, sort_keys=True))
+        (tmp / TRAINING_STATE).write_text(json.dumps(state, indent=2, sort_keys=True))
         with open(tmp / "metrics.jsonl", "w", encoding="utf-8") as fh:
             for row in metrics:
                 fh.write(json.dumps(row, sort_keys=True) + "\n")
@@ -133,7 +135,7 @@ def promote_adapter(root: Path, cycle_id: str) -> Path:
     server and the next ``spanrl train`` follow LATEST, so this one write is the whole rollback.
     """
     folder = Path(root) / cycle_id
-    missing = [n for n in ("adapter_config.json", "training_state.json") if not (folder / n).is_file()]
+    missing = [n for n in (ADAPTER_CONFIG, TRAINING_STATE) if n not in adapter_parts(folder)]
     if cycle_id in ("", ".", "..") or "/" in cycle_id or missing:
         known = ", ".join(sorted(p.name for p in Path(root).glob("[0-9]*") if p.is_dir())[-5:]) or "none"
         raise InputError(f"{folder}: not an adapter folder (missing {', '.join(missing) or 'folder'}); "
@@ -155,7 +157,24 @@ def passes_gate(candidate: float | None, current: float | None, margin: float) -
 
 def adapters_dir(data: Path) -> Path:
     """Where ``spanrl train`` writes adapters by default (``--out`` overrides)."""
-    return Path(data) / "adapters"
+    return _adapters_dir(data)
+
+
+def adapter_parts(folder: Path) -> set[str]:
+    """Which of an adapter folder's two defining files ``folder`` holds: ``adapter_config.json``
+    (PEFT's, what vLLM and ``spanrl serve`` load) and ``training_state.json`` (ours)."""
+    return {n for n in (ADAPTER_CONFIG, TRAINING_STATE) if (Path(folder) / n).is_file()}
+
+
+def read_state(folder: Path) -> dict[str, Any]:
+    """An adapter folder's training state, {} when missing or unreadable (a draft half written):
+    for listings and cleanup, which follow what they can; ``read_latest`` refuses instead."""
+    return read_training_state(folder)
+
+
+def is_peft_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a PEFT adapter (``adapter_config.json``): what a server can load."""
+    return ADAPTER_CONFIG in adapter_parts(folder)
 
 
 def latest_adapter(root: Path) -> Path | None:
@@ -166,21 +185,12 @@ def latest_adapter(root: Path) -> Path | None:
 
 def read_cycles(root: Path) -> list[dict[str, Any]]:
     """Every line of ``root/cycles.jsonl`` (one per finished cycle); a torn last line is skipped."""
-    path = Path(root) / "cycles.jsonl"
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
+    return cycle_log(root)
 
 
 def append_cycle_line(root: Path, line: dict[str, Any]) -> None:
     """One JSON line per finished cycle in adapters/cycles.jsonl (what ``spanrl report`` plots)."""
-    with open(root / "cycles.jsonl", "a", encoding="utf-8") as fh:
+    with open(root / CYCLE_LOG, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(line, sort_keys=True) + "\n")
 
 
@@ -219,7 +229,7 @@ def trained_rollout_ids(data: Path, root: Path, parent: Parent) -> set[str]:
         if not state.get("parent"):
             return seen
         cycle_id = state["parent"]
-        path = root / cycle_id / "training_state.json"
+        path = root / cycle_id / TRAINING_STATE
         try:
             state = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:

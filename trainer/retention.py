@@ -17,13 +17,12 @@ stays, for ``spanrl report``). The snapshots those lines name are kept by ``span
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
+from spanrl.layout import demo_record
 from spanrl.options import check_keep
 from spanrl.publish import TMP_PREFIX, Cleanup, discard, read_pointer, sweep_trash
-from spanrl.trainer.adapter import read_cycles
+from spanrl.trainer.adapter import adapter_parts, read_state
 
 DEMO_KEYS = ("policy", "candidate", "adapter")  # the adapter ids a demo cycle's record names
 
@@ -33,7 +32,7 @@ def list_adapters(root: Path) -> list[Path]:
     if not Path(root).is_dir():
         return []
     folders = [p for p in Path(root).iterdir() if p.is_dir() and not p.name.startswith(".")
-               and ((p / "training_state.json").is_file() or (p / "adapter_config.json").is_file())]
+               and adapter_parts(p)]
     return sorted(folders, key=lambda p: (p.name.split("-", 1)[-1], p.name), reverse=True)
 
 
@@ -48,18 +47,18 @@ def plan_adapter_cleanup(root: Path, keep: int, data: Path | None = None) -> Cle
         plan.keep[f.name] = f"one of the {keep} newest"
     if latest in names:
         plan.keep.setdefault(latest, "adapters/LATEST")
-    for row in read_cycles(Path(data) / "demo") if data is not None else []:
+    for row in demo_record(data) if data is not None else []:
         for key in DEMO_KEYS:
             if row.get(key) in names:
                 plan.keep.setdefault(row[key], "the demo's record names it")
-    for draft in Path(root).glob(f"{TMP_PREFIX}*/training_state.json"):
-        parent = _state(draft.parent).get("parent")
+    for draft in Path(root).glob(f"{TMP_PREFIX}*"):  # one without a training state yet names no parent
+        parent = read_state(draft).get("parent")
         if parent in names:
             plan.keep.setdefault(parent, "parent of a cycle being saved")
     pending = list(plan.keep)
     while pending:  # ancestors of everything kept
         child = pending.pop()
-        parent = _state(Path(root) / child).get("parent")
+        parent = read_state(Path(root) / child).get("parent")
         if parent in names and parent not in plan.keep:
             plan.keep[parent] = f"parent of {child}"
             pending.append(parent)
@@ -78,11 +77,3 @@ def clean_adapters(root: Path, keep: int, data: Path | None = None, dry_run: boo
             discard(Path(root) / name)
     return plan
 
-
-def _state(folder: Path) -> dict[str, Any]:
-    """An adapter's training_state.json ({} when missing or unreadable: nothing to follow)."""
-    try:
-        state = json.loads((folder / "training_state.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return state if isinstance(state, dict) else {}

@@ -11,44 +11,29 @@ snapshot something still points at:
 Drafts (hidden ``.tmp-*`` folders of a build in progress) are never listed, so never deleted. A
 snapshot goes with ``publish.discard``: renamed hidden first, so a reader never sees half of it;
 parts hard-linked into a newer snapshot stay alive there. Only ``DATA/adapters`` is read for
-training records: adapters written elsewhere with ``spanrl train --out`` are not seen.
+training records: adapters written elsewhere with ``spanrl train --out`` are not seen. Those records
+are the trainer's and the demo's files, read through ``spanrl.layout.recorded_snapshot_ids`` (the
+root package: transitions may not import either stage).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from spanrl.ingest.lakeio import lake_lock, read_jsonl
+from spanrl.ingest.lakeio import lake_lock
+from spanrl.layout import latest_snapshot_id, recorded_snapshot_ids
 from spanrl.options import check_keep
-from spanrl.publish import Cleanup, discard, read_pointer, sweep_trash
+from spanrl.publish import Cleanup, discard, sweep_trash
 from spanrl.transitions.snapshot import list_snapshots, transitions_dir
 
-
-def recorded_snapshot_ids(data: Path) -> set[str]:
-    """Every snapshot id a training run (or the demo) recorded under ``data``."""
-    adapters = Path(data) / "adapters"
-    rows = read_jsonl(adapters / "cycles.jsonl") + read_jsonl(Path(data) / "demo" / "cycles.jsonl")
-    if adapters.is_dir():  # published adapters and drafts being saved (their snapshot is already read)
-        for state in adapters.glob("*/training_state.json"):
-            rows += _state(state)
-    return {str(r[k]) for r in rows for k in ("snapshot_id", "snapshot") if isinstance(r.get(k), str)}
-
-
-def _state(path: Path) -> list[dict]:
-    """A training_state.json as a one-row list (none when unreadable: a draft half written)."""
-    try:
-        state = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return []
-    return [state] if isinstance(state, dict) else []
+__all__ = ["clean_snapshots", "plan_snapshot_cleanup", "recorded_snapshot_ids"]
 
 
 def plan_snapshot_cleanup(data: Path, keep: int) -> Cleanup:
     """Decide, reading only: the ``keep`` newest snapshots plus every protected one stay."""
     check_keep("--keep", keep)
     plan = Cleanup()
-    latest = read_pointer(transitions_dir(data))
+    latest = latest_snapshot_id(data)
     recorded = recorded_snapshot_ids(data)
     for i, folder in enumerate(list_snapshots(data)):  # newest first
         sid = folder.name

@@ -30,6 +30,7 @@ import duckdb
 import pyarrow as pa
 
 from spanrl.errors import InputError
+from spanrl.layout import data_version
 from spanrl.query import connect
 from spanrl.sqlfiles import SqlFiles
 from spanrl.trainer.adapter import adapters_dir, read_cycles
@@ -71,17 +72,9 @@ def table_files(data: Path) -> dict[str, list[Path]]:
 
 
 def lake_version(data: Path) -> tuple:
-    """What changes when new data lands: the lake manifest, LATEST snapshot, feedback and config."""
-    stamps = []
-    for path in (data / "lake" / "_files.parquet", data / "transitions" / "LATEST",
-                 data / "transitions" / "_tables" / "LATEST", data / "feedback", data / "spanrl.toml",
-                 data / "adapters" / "cycles.jsonl"):
-        try:
-            st = path.stat()
-            stamps.append((st.st_mtime_ns, st.st_size))
-        except OSError:
-            stamps.append(None)
-    return tuple(stamps)
+    """What changes when new data lands (the lake manifest, LATEST snapshot and build, feedback, config,
+    cycle log): stamped by ``spanrl.layout.data_version``, which may name the files of every stage."""
+    return data_version(data)
 
 
 @dataclass

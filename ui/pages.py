@@ -45,7 +45,7 @@ def _snapshot_for(lake: Lake, flt: RolloutFilter) -> str | None:
     if flt.cycle:
         line = next((c for c in lake.cycles() if str(c.get("cycle")) == flt.cycle), None)
         if line is None:
-            raise InputError(f"cycle={flt.cycle}: no such training cycle in adapters/cycles.jsonl")
+            raise InputError(f"cycle={flt.cycle}: no such training cycle in the cycle log (`spanrl adapters list` lists them)")
         if sid and sid != line.get("snapshot_id"):
             raise InputError(f"cycle {flt.cycle} trained on snapshot {line.get('snapshot_id')}, not {sid}; "
                              "pick one of the two filters")
