@@ -254,8 +254,12 @@ def _option(f: dataclasses.Field, hint: Any) -> Callable[[Callable[..., Any]], C
         kw["metavar"] = m["metavar"]
     base = _base(hint)
     if base is bool:
-        if "/" not in flag:
-            kw.update(flag_value=False) if flag.startswith("--no-") else kw.update(is_flag=True)
+        if "/" in flag:
+            pass  # --x/--no-x: click gives True, False or (not given) None
+        elif flag.startswith("--no-") and _default(f) is True:
+            kw["flag_value"] = False  # --no-x turns a default-on knob off
+        else:
+            kw["is_flag"] = True
     elif m.get("choices") is not None:
         kw["type"] = click.Choice(_choices(f))
     elif m.get("parse") is not None:
