@@ -171,7 +171,7 @@ def create_rollout_advantages(con: duckdb.DuckDBPyConnection, advantage: str, ep
 # The credit modes: one statement each in sql/credit/<mode>.sql, found by file name, so a new mode is a
 # new file (plus a config field when it declares a new parameter). A test points this at another package.
 _MODES = SqlFiles("spanrl.transitions")
-# A manifest that does not record its credit mode was written when air was the only stored mode.
+# What readers have always taken for a manifest without a credit key (every schema-v2 manifest has one).
 _UNRECORDED_CREDIT = "air"
 
 
@@ -186,6 +186,11 @@ def credit_sql(credit: str, snapshot: str | Path | None = None) -> str:
     """The apply step for one credit mode: its ``sql/credit/<mode>.sql`` as the relation ``credit_rows``
     of ``snapshot/apply_advantages.sql``. A mode this release does not know is an ``InputError``
     naming ``snapshot`` (when given) and the modes there are, never another mode's rule."""
+    return f"WITH credit_rows AS (\n{_mode_file(credit, snapshot)}\n)\n{read_sql('snapshot/apply_advantages')}"
+
+
+def _mode_file(credit: str, snapshot: str | Path | None = None) -> str:
+    """The text of ``sql/credit/<credit>.sql``, or the ``InputError`` for a mode there is no file of."""
     modes = credit_modes()
     if credit not in modes:
         where = f"snapshot {snapshot}: " if snapshot is not None else ""
@@ -193,14 +198,14 @@ def credit_sql(credit: str, snapshot: str | Path | None = None) -> str:
             f"{where}credit mode {credit!r} is not one this spanrl knows ({', '.join(modes)}); read it with the "
             "spanrl release that wrote it, or rebuild with `spanrl transitions build --rebuild --credit MODE`"
         )
-    return f"WITH credit_rows AS (\n{_MODES.read(f'credit/{credit}')}\n)\n{read_sql('snapshot/apply_advantages')}"
+    return _MODES.read(f"credit/{credit}")
 
 
 def credit_params(config: Mapping[str, Any] | Any) -> dict[str, Any]:
     """The parameters the config's credit mode declares (``-- name: discounted($gamma)``), each bound
     by name from the stage-2 config: a ``BuildConfig`` (or any object with those attributes) or a
     manifest's ``config`` mapping, where a key the manifest does not record takes the field's default."""
-    header = HEADER.match(_MODES.read(f"credit/{_credit_of(config)}").splitlines()[0])
+    header = HEADER.match(_mode_file(_credit_of(config)).splitlines()[0])
     names = [p.strip().lstrip("$") for p in (header["params"] or "").split(",") if p.strip()] if header else []
     return {name: _config_value(config, name) for name in names}
 
@@ -233,9 +238,9 @@ def credit_view_sql(config: Mapping[str, Any], rows: str, adv: str, snapshot: st
     """``apply_advantages`` as one SELECT over the relations ``rows`` and ``adv`` with the mode's
     parameters written in as literals: the body of a lazy view (a view cannot hold parameters)."""
     sql = credit_sql(_credit_of(config), snapshot)
-    sql = re.sub(r"\btransition_rows\b", rows, re.sub(r"\b_rollout_adv\b", adv, sql))
+    sql = re.sub(r"\btransition_rows\b", lambda _: rows, re.sub(r"\b_rollout_adv\b", lambda _: adv, sql))
     for name, value in credit_params(config).items():
-        sql = re.sub(rf"\${name}\b", _literal(value), sql)
+        sql = re.sub(rf"\${name}\b", lambda _, v=value: _literal(v), sql)
     return sql
 
 
