@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 from spanrl.config import ConfigFile, knob, load_config_file, resolve
@@ -19,13 +20,16 @@ from spanrl.errors import InputError
 from spanrl.ingest.config import LakeConfig, RunConfig
 from spanrl.options import parse_duration
 
-CREDIT_CHOICES = ("air", "identical", "discounted", "last")
-
 
 def credit_modes() -> tuple[str, ...]:
-    """The credit modes there are (``apply_advantages.sql`` implements each); read when a flag or a
-    config value is checked, so the list has one home."""
-    return CREDIT_CHOICES
+    """The ``--credit`` choices: the files of ``sql/credit/`` (a mode is one SQL file), listed as
+    ``spanrl.transitions.credit.credit_modes`` lists them (tests/transitions/test_credit.py holds them equal);
+    not imported from there because credit.py reads this config's defaults. Called at each check."""
+    folder = resources.files("spanrl.transitions").joinpath("sql", "credit")
+    return tuple(sorted(f.name[:-4] for f in folder.iterdir() if f.name.endswith(".sql")))
+
+
+CREDIT_CHOICES = credit_modes()
 ADVANTAGE_CHOICES = ("group", "batch", "none")
 MISSING_REWARD_CHOICES = ("drop", "zero")
 
@@ -84,10 +88,6 @@ class IngestConfig(LakeConfig, BuildConfig):
     no_transitions: bool = knob(False, "Only build the lake (stage 1).")
 
 
-# What the manifest has recorded since schema v2 (tests/test_config.py holds the composition to it).
-MANIFEST_KEYS = ("data", "input", "no_transitions", "rebuild", "agent", "rollout_key", "task_key", "credit", "gamma",
-                 "advantage", "missing_reward", "hierarchy_repair", "settle_s", "memory_limit", "threads",
-                 "reward_keys", "config_file")
 # The flags of each command, in help order (the knobs themselves are the fields above).
 STAGE2_FLAGS = ("agent", "rollout_key", "task_key", "credit", "gamma", "advantage", "missing_reward", "reward_keys",
                 "hierarchy_repair", "settle_s", "rebuild", "memory_limit", "config_file")
