@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from spanrl.demo.config import METHODS
+from spanrl.layout import adapters_dir, lake_dir, transitions_dir
 from spanrl.options import data_option
 
 
@@ -68,7 +69,7 @@ def demo(data: Path, cycles: int | None, quick: bool, model: Path | None, ingest
         raise SystemExit(130) from None
     rows, png, page = write_report(data)
     print_table(rows, console)
-    console.print(f"lake        {data / 'lake'}\nsnapshots   {data / 'transitions'}\nadapters    {data / 'adapters'}"
+    console.print(f"lake        {lake_dir(data)}\nsnapshots   {transitions_dir(data)}\nadapters    {adapters_dir(data)}"
                   f"\nheld-out    {data / 'eval'}\nreport      {png}  {page}")
     console.print(f"browse      spanrl ui --data {data}", soft_wrap=True)  # one line: copy-paste it
 

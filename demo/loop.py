@@ -63,6 +63,7 @@ from spanrl.demo.procs import (
     wait_until,
 )
 from spanrl.errors import InputError
+from spanrl.layout import otel_dir
 from spanrl.trainer.adapter import adapters_dir, latest_adapter, passes_gate, promote_adapter, read_cycles
 
 # ----------------------------------------------------------------------------------------------
@@ -169,7 +170,7 @@ class Demo:
             if val_out.is_file():
                 self.current_val = mean_reward(read_jsonl(val_out))
             step = progress.add_task(f"cycle {cycle}: ingest (span files -> lake -> snapshot)", total=1)
-            wait_for_quiet_files(self.data / "otel")
+            wait_for_quiet_files(otel_dir(self.data))
             result.seconds["ingest"] = run_step("ingest", self._ingest_command(), self.logs)
             check_no_eval_rows(self.data)
             snapshot = train_snapshot(self.data, cycle, run_prefix(train_out)) if self.cfg.on_policy else "LATEST"
@@ -255,7 +256,7 @@ class Demo:
         with self._progress() as progress:
             result.seconds["rollouts"] = self._phases(cycle, progress, [Phase("eval", eval_tasks, eval_out)])
             step = progress.add_task("final ingest (the lake gets the last evaluation's spans)", total=1)
-            wait_for_quiet_files(self.data / "otel")
+            wait_for_quiet_files(otel_dir(self.data))
             result.seconds["ingest"] = run_step("ingest", self._ingest_command(), self.logs)
             progress.advance(step)
         result.val_reward = self.current_val

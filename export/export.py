@@ -23,11 +23,11 @@ from spanrl.errors import InputError
 from spanrl.export.card import CARD_MARKER, write_card
 from spanrl.export.config import ExportConfig, ExportResult
 from spanrl.export.formats import Format
+from spanrl.layout import MANAGED_FOLDERS  # what spanrl itself writes under --data
 from spanrl.publish import draft_folder
 from spanrl.sqlfiles import SqlFiles, sql_literal
 from spanrl.transitions import read_snapshot
 
-MANAGED_FOLDERS = ("lake", "transitions", "adapters", "otel")  # what spanrl itself writes under --data
 RENDERED_SCHEMA = pa.schema([("rollout_id", pa.string()), ("step", pa.int32()),
                              ("prompt_token_ids", pa.list_(pa.int32())), ("response_token_ids", pa.list_(pa.int32())),
                              ("render_error", pa.string())])

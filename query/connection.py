@@ -25,6 +25,7 @@ from spanrl.ingest.views import (
     register_call_views,
     register_dataset,
 )
+from spanrl.layout import lake_dir
 from spanrl.sqlfiles import sql_literal
 
 
@@ -80,7 +81,7 @@ def stale_note(data: Path, stage2: bool = True) -> str | None:
 
     tables, changes = current_tables(data)
     if not tables:
-        if stage2 and lake_glob(Path(data) / "lake", "spans") is not None:
+        if stage2 and lake_glob(lake_dir(data), "spans") is not None:
             return ("note: no stage-2 build has materialised llm_calls, tool_calls, rewards and rollouts yet (only "
                     "`spanrl ingest --no-transitions` ran): they are computed for this connection. "
                     "`spanrl transitions build` materialises them once.")

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from spanrl.errors import InputError
 from spanrl.ingest.views import lake_glob
+from spanrl.layout import MANAGED_FOLDERS, lake_dir, otel_dir
 from spanrl.query.connection import connect, stale_note
 
 QUERY_TYPES = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN, duckdb.StatementType.PRAGMA,
@@ -69,7 +70,7 @@ def wants_stage2(sql: str | None) -> bool:
 
 
 def lake_is_empty(data: Path) -> bool:
-    lake = Path(data) / "lake"
+    lake = lake_dir(data)
     return lake_glob(lake, "spans") is None and lake_glob(lake, "logs") is None
 
 
@@ -290,9 +291,6 @@ def interactive(data: Path, con: duckdb.DuckDBPyConnection, stream: TextIO | Non
             stream.write(f"error: {exc}\n")
 
 
-MANAGED_FOLDERS = ("lake", "transitions", "adapters", "otel")
-
-
 def check_out_path(data: Path, out: Path) -> None:
     """``--out`` must be a file in an existing folder, outside what spanrl manages under the data
     root (a query result written over ``lake/_files.parquet`` would break every later ingest)."""
@@ -322,8 +320,8 @@ def sql_command(data: Path, query: str | None, sql_file: Path | None, fmt: str, 
     elif query is None and not sys.stdin.isatty():
         query = sys.stdin.read()
     if lake_is_empty(data):
-        sys.stderr.write(f"note: the trace lake {data / 'lake'} holds no spans or logs yet: run `spanrl ingest` "
-                         f"(reading {data / 'otel'}) first; tables are empty.\n")
+        sys.stderr.write(f"note: the trace lake {lake_dir(data)} holds no spans or logs yet: run `spanrl ingest` "
+                         f"(reading {otel_dir(data)}) first; tables are empty.\n")
     if out is not None:
         check_out_path(data, out)
     note = stale_note(data, stage2=wants_stage2(query))

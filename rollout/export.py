@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from spanrl.errors import InputError
+from spanrl.layout import lake_dir
 from spanrl.rollout.tasks import task_id_for
 from spanrl.sqlfiles import SqlFiles
 
@@ -25,8 +26,8 @@ def export_tasks(data: Path, sql: str | None = None) -> list[dict[str, Any]]:
     """Task lines (``task_id``, ``input``, ``rollouts`` seen) for the rollouts ``sql`` selects."""
     from spanrl.query import connect, run_query
 
-    if not any((Path(data) / "lake" / "spans").glob("*/*.parquet")):
-        raise InputError(f"the trace lake {Path(data) / 'lake'} holds no spans: run `spanrl ingest` first")
+    if not any((lake_dir(data) / "spans").glob("*/*.parquet")):
+        raise InputError(f"the trace lake {lake_dir(data)} holds no spans: run `spanrl ingest` first")
     con = connect(Path(data), stage2=True)
     selected = run_query(Path(data), sql or DEFAULT_SQL, con)
     if "input" in selected.column_names:

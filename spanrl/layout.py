@@ -41,6 +41,11 @@ def lake_dir(data: Path | str) -> Path:
     return Path(data) / LAKE
 
 
+def otel_dir(data: Path | str) -> Path:
+    """Where the collector writes span files (``otel/traces*.jsonl``, ``otel/logs*.jsonl``)."""
+    return Path(data) / OTEL
+
+
 def transitions_dir(data: Path | str) -> Path:
     """Where snapshots live (``transitions/<id>/`` + ``transitions/LATEST``)."""
     return Path(data) / TRANSITIONS

@@ -8,7 +8,10 @@ changes its layout. The root package (``spanrl/*.py``; ``spanrl/layout.py`` answ
 not import) may name any file; docstrings and comments may too (they describe, they do not open).
 
 ``LATEST`` is also the word users pass (``--snapshot LATEST``), so for it only a path join counts
-(``folder / "LATEST"``, ``Path(folder, "LATEST")``).
+(``folder / "LATEST"``, ``Path(folder, "LATEST")``). The same goes for the data root's folders the table
+names (``lake/``, ``adapters/``, ...): only the stages that own files there may join the folder's name
+onto a path; the others call the owner's API, or ``spanrl.layout`` (``lake_dir(data)``, ...).
+Not checked: paths relative to the data root written as one string (``"lake/spans/*/*.parquet"``).
 """
 
 from __future__ import annotations
@@ -77,6 +80,19 @@ def owners_by_name() -> dict[str, tuple[set[str], list[str]]]:
     return out
 
 
+def folder_owners() -> dict[str, set[str]]:
+    """{data-root folder: the stages owning files in it}, from the artefacts' first path parts
+    (``lake/_files.parquet`` owned by ``ingest/scan.py``: ``lake`` -> ``ingest``)."""
+    out: dict[str, set[str]] = {}
+    for row in table():
+        stages = {o.split("/")[0] for o in row.owners if not o.startswith("spanrl/")}
+        for token in _ticked(row.artefact):
+            first = token.split("/")[0]
+            if "/" in token and re.fullmatch(r"[a-z]+", first):
+                out.setdefault(first, set()).update(stages)
+    return out
+
+
 def _docstrings(tree: ast.AST) -> set[int]:
     kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
     return {id(node.body[0].value) for node in ast.walk(tree) if isinstance(node, kinds) and node.body
@@ -93,6 +109,14 @@ def _joined_pointers(tree: ast.AST) -> set[int]:
                 "Path", "joinpath", "PurePath"):
             found.update(id(a) for a in node.args)
     return found
+
+
+def joined_folders(source: str, folders: set[str]) -> list[tuple[int, str]]:
+    """(line, folder) for every data-root folder name ``source`` joins onto a path."""
+    tree = ast.parse(source)
+    joined = _joined_pointers(tree)
+    return sorted({(node.lineno, node.value) for node in ast.walk(tree) if id(node) in joined
+                   and isinstance(node, ast.Constant) and node.value in folders})
 
 
 def mentions(source: str, names: set[str]) -> list[tuple[int, str]]:
@@ -136,6 +160,26 @@ def test_only_owners_name_their_files() -> None:
     bad = violations(owners_by_name(), stage_modules())
     assert not bad, ("files named outside their owner (docs/architecture.md, 'One owner per artefact'):\n"
                      + "\n".join(bad))
+
+
+def folder_violations(owners: dict[str, set[str]], modules: list[Path], root: Path = ROOT) -> list[str]:
+    bad = []
+    for path in modules:
+        rel = path.relative_to(root).as_posix()
+        for line, folder in joined_folders(path.read_text(), set(owners)):
+            if rel.split("/")[0] not in owners[folder]:
+                bad.append(f"{rel}:{line} joins the data-root folder {folder!r}, whose files belong to "
+                           f"{', '.join(sorted(owners[folder]))}: call that stage's API, or spanrl.layout "
+                           f"({folder}_dir(data), the LATEST pointers, the reads across stages) instead")
+    return bad
+
+
+def test_only_owners_join_their_folders() -> None:
+    owners = folder_owners()
+    assert {"lake", "otel", "transitions", "adapters", "demo"} <= set(owners), owners
+    bad = folder_violations(owners, stage_modules())
+    assert not bad, ("data-root folders joined outside their stages (docs/architecture.md, 'One owner per "
+                     "artefact'):\n" + "\n".join(bad))
 
 
 def test_the_table_covers_the_artefacts() -> None:
@@ -184,3 +228,7 @@ def test_the_check_catches_a_file_opened_by_path(tmp_path: Path) -> None:
         "ui/probe.py:6 names '_files.parquet', which only ingest/scan.py may open: call read_file_state instead "
         "(or, where the import rules forbid that, add the read to spanrl/layout.py)"]
     assert violations({"_files.parquet": ({"ui/probe.py"}, [])}, [probe], tmp_path) == []
+    assert joined_folders(source, {"lake", "transitions"}) == [(5, "transitions"), (6, "lake")]
+    assert [m.split(" whose")[0] for m in folder_violations({"lake": {"ingest"}}, [probe], tmp_path)] == [
+        "ui/probe.py:6 joins the data-root folder 'lake',"]
+    assert folder_violations({"lake": {"ui"}}, [probe], tmp_path) == []

@@ -29,6 +29,7 @@ import duckdb
 from spanrl.ingest.load import lake_lock
 from spanrl.ingest.views import connect, lock_down, sql_literal  # stage 1 owns the lake views
 from spanrl.ingest.views import read_sql as read_lake_sql
+from spanrl.layout import feedback_dir, lake_dir
 from spanrl.transitions.air import load_air_rules, rules_as_dicts
 from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.credit import (
@@ -87,7 +88,7 @@ def build_transitions(cfg: BuildConfig, con: duckdb.DuckDBPyConnection | None = 
 
     Holds the lake's writer lock (``lake_lock``): a second builder, or a builder beside a stage-1
     ingest, is refused (exit 2) instead of reading a lake half published or racing for LATEST."""
-    with lake_lock(Path(cfg.data) / "lake"):
+    with lake_lock(lake_dir(cfg.data)):
         _crash_point("locked")
         return _build(cfg, con)
 
@@ -347,7 +348,7 @@ def open_lake(cfg: BuildConfig) -> duckdb.DuckDBPyConnection:
     """Stage 1's views over the lake, with the memory limit and stage 1's spill folder, locked to
     what the builder reads (``builder_readable``) before any config-driven SQL runs on it."""
     con = connect(cfg.data, read_only=False, call_views=False, config_file=cfg.config_file)  # stage 2 creates them as tables
-    spill = Path(cfg.data) / "lake" / "_tmp"
+    spill = lake_dir(cfg.data) / "_tmp"
     spill.mkdir(parents=True, exist_ok=True)
     con.execute(f"SET memory_limit = {sql_literal(cfg.memory_limit)}")
     con.execute(f"SET temp_directory = {sql_literal(spill)}")
@@ -361,7 +362,7 @@ def builder_readable(data: Path) -> tuple[Path, ...]:
     """The folders the snapshot builder's DuckDB may open: the lake (its ``read_parquet`` views and
     spill folder), ``feedback/``, and ``transitions/_tables`` (the stage-2 segments it reads and
     writes). AIR rules run under this lock: no host file, nothing else of the data root."""
-    return (Path(data) / "lake", Path(data) / "feedback", tables_dir(data))
+    return (lake_dir(data), feedback_dir(data), tables_dir(data))
 
 
 def changed_row_config(latest: dict[str, Any] | None, config: dict[str, Any]) -> list[str]:

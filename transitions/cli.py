@@ -33,12 +33,13 @@ def transitions_build(data: Path, **flags) -> None:
     from spanrl.ingest.config import describe_config_file
     from spanrl.ingest.housekeeping import finish_interrupted
     from spanrl.ingest.load import lake_lock
+    from spanrl.layout import lake_dir
     from spanrl.transitions.build import build_transitions, print_summary
 
     cfg = make_ingest_config(data=existing_data_root(data), **flags)
     click.echo(describe_config_file(cfg), err=True)
-    with lake_lock(cfg.data / "lake"):  # the builder takes it again (re-entrant)
-        for line in finish_interrupted(cfg.data / "lake"):  # a compaction cut short: no rows read twice
+    with lake_lock(lake_dir(cfg.data)):  # the builder takes it again (re-entrant)
+        for line in finish_interrupted(lake_dir(cfg.data)):  # a compaction cut short: no rows read twice
             click.echo(f"repair: {line}", err=True)
         print_summary(build_transitions(cfg))
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import duckdb
 
+from spanrl.layout import lake_dir
 from spanrl.sqlfiles import sql_literal
 from spanrl.transitions.sqlfiles import read_sql
 from spanrl.transitions.tables import global_file, segment_files
@@ -188,7 +189,7 @@ def traces_table_sql(data: Path, span_files: list[str] | None, log_files: list[s
     def source(table: str, files: list[str] | None) -> str:
         if files is None:
             glob = f"{root}/lake/{table}/*/*.parquet"
-            has = any(Path(root, "lake", table).glob("*/*.parquet"))
+            has = any((lake_dir(root) / table).glob("*/*.parquet"))
             return f"read_parquet({sql_literal(glob)}, filename = true, union_by_name = true)" if has else ""
         paths = [f"{root}/{f}" for f in files if f.startswith(f"lake/{table}/")]
         return f"read_parquet({sql_literal(paths)}, filename = true, union_by_name = true)" if paths else ""

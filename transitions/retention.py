@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spanrl.ingest.lakeio import lake_lock
-from spanrl.layout import latest_snapshot_id, recorded_snapshot_ids
+from spanrl.layout import lake_dir, latest_snapshot_id, recorded_snapshot_ids
 from spanrl.options import check_keep
 from spanrl.publish import Cleanup, discard, sweep_trash
 from spanrl.transitions.snapshot import list_snapshots, transitions_dir
@@ -53,7 +53,7 @@ def clean_snapshots(data: Path, keep: int, dry_run: bool = False) -> Cleanup:
     """Delete the snapshots ``plan_snapshot_cleanup`` lets go. Holds the lake writer lock, so no
     build publishes a snapshot or moves LATEST while the plan is made and carried out."""
     data = Path(data)
-    with lake_lock(data / "lake"):
+    with lake_lock(lake_dir(data)):
         plan = plan_snapshot_cleanup(data, keep)
         plan.dry_run = dry_run
         if not dry_run:

@@ -19,6 +19,7 @@ import duckdb
 from spanrl.errors import InputError
 from spanrl.ingest.views import lock_down, mapped_conventions, register_conventions
 from spanrl.ingest.views import read_sql as read_lake_sql
+from spanrl.layout import feedback_dir, lake_dir
 from spanrl.transitions.air import AirRule, air_rule_hits_sql, bad_rule_error, load_air_rules
 from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.feedback import load_feedback
@@ -92,7 +93,7 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, materializ
     guarded query connection, whose lake is Arrow datasets.
     """
     if readable is None:
-        readable = (Path(cfg.data) / "lake", Path(cfg.data) / "feedback")
+        readable = (lake_dir(cfg.data), feedback_dir(cfg.data))
     conventions = _materialize_stage1(con, cfg) if materialize else None
     _check_stage1(con)
     con.execute(read_lake_sql("llm_macros"))  # spanrl_span_agent (hierarchy repair), on any connection
