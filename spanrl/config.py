@@ -97,7 +97,7 @@ def load_config_file(path: Path | None) -> ConfigFile:
         raise InputError(f"{path}: is a folder, not a config file; pass --config FILE") from None
     key = Path(path).resolve()
     cached = _CACHE.get(key)
-    if cached is not None and cached[0] == raw and cached[1].path == Path(path):
+    if cached is not None and cached[0] == raw:
         return cached[1]
     parsed = _parse_file(Path(path), raw)
     _CACHE[key] = (raw, parsed)
@@ -200,7 +200,7 @@ def _choices(f: dataclasses.Field) -> tuple[str, ...]:
 
 
 def _default(f: dataclasses.Field) -> Any:
-    return f.default_factory() if f.default is MISSING else f.default  # type: ignore[misc]
+    return f.default_factory() if f.default is MISSING else f.default
 
 
 def flag_of(f: dataclasses.Field) -> str:
