@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from spanrl.rollout.runner import RunSummary
+from spanrl.rollout.runs import ATTEMPTS
 
 SHOWN_FAILURES = 5
 
@@ -38,7 +39,7 @@ def print_summary(s: RunSummary, console: Console) -> None:
         console.print(f"  {att.status}: {att.rollout_id} exit {att.exit_code} after {att.duration_s:.1f}s: {tail}",
                       highlight=False, soft_wrap=True)
     if len(s.failures) > SHOWN_FAILURES:
-        console.print(f"  ... {len(s.failures) - SHOWN_FAILURES} more in {s.run_dir}/attempts.jsonl", highlight=False)
+        console.print(f"  ... {len(s.failures) - SHOWN_FAILURES} more in {s.run_dir}/{ATTEMPTS}", highlight=False)
     if s.identical_groups:
         names = ", ".join(s.identical_groups[:5]) + (" ..." if len(s.identical_groups) > 5 else "")
         console.print(f"[yellow]warning[/]: {len(s.identical_groups)} task(s) got identical responses in every "

@@ -62,6 +62,9 @@ class Attempt:
                 "agent_spans": self.agent_spans, **self.extra, "ts": time.time()}
 
 
+ATTEMPTS = "attempts.jsonl"  # one start and one end line per attempt: the resume state
+
+
 class RunLog:
     """Appends start/end events; reads them back to plan a resumed run."""
 
@@ -69,7 +72,7 @@ class RunLog:
         self.dir = Path(data) / "runs" / run_id
         self.logs = self.dir / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
-        self.path = self.dir / "attempts.jsonl"
+        self.path = self.dir / ATTEMPTS
         self.events = self._read()
 
     def _read(self) -> list[dict[str, Any]]:

@@ -82,7 +82,8 @@ def owners_by_name() -> dict[str, tuple[set[str], list[str]]]:
 
 def folder_owners() -> dict[str, set[str]]:
     """{data-root folder: the stages owning files in it}, from the artefacts' first path parts
-    (``lake/_files.parquet`` owned by ``ingest/scan.py``: ``lake`` -> ``ingest``)."""
+    (``lake/_files.parquet`` owned by ``ingest/scan.py``: ``lake`` -> ``ingest``). A path in the
+    table's artefact cells starts at the data root: write ``runs/<run_id>/logs/``, not ``logs/``."""
     out: dict[str, set[str]] = {}
     for row in table():
         stages = {o.split("/")[0] for o in row.owners if not o.startswith("spanrl/")}
