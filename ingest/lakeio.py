@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from spanrl.layout import read_jsonl  # noqa: F401  (re-exported: the journals' reader, shared by all stages)
 from spanrl.publish import exclusive, fsync_path, write_text_atomic
 
 PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 20480"  # every lake file is written so
@@ -61,21 +62,6 @@ def append_jsonl(path: Path, record: dict[str, Any]) -> None:
         fh.write((json.dumps(record, sort_keys=True) + "\n").encode())
         fh.flush()
         os.fsync(fh.fileno())
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every whole JSON object line of ``path`` (none when it does not exist; torn lines skipped)."""
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
 
 
 def write_intent(path: Path, intent: dict[str, Any]) -> None:
