@@ -56,6 +56,8 @@ def one(con: Any, sql: str, params: dict[str, Any] | list[Any] | None = None) ->
     name, so a reordered SELECT list cannot silently swap two numbers."""
     cur = con.execute(sql, params) if params is not None else con.execute(sql)
     row = cur.fetchone()
+    if row is not None:
+        cur.fetchall()  # finish the result: a connection holding an unfinished one takes no other statement
     return dict(zip([d[0] for d in cur.description], row, strict=True)) if row is not None else {}
 
 
