@@ -135,6 +135,40 @@ def test_the_file_is_parsed_once_per_build(tmp_path: Path, monkeypatch: pytest.M
     assert make_ingest_config(data=tmp_path).settle_s == 1 and len(parses) == 2
 
 
+def test_spanrl_ingest_parses_the_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both stages through the CLI, the [[conventions]] mapping bound over real lake views too."""
+    import json
+
+    from spanrl.transitions import read_snapshot
+    from tests.ingest.otlp_lines import new_span_id, new_trace_id, span, trace_line, write_lines
+
+    marker = "# parse-once marker"
+    (tmp_path / "spanrl.toml").write_text(f'{marker}\n[ingest]\nsettle_s = 0\n[air]\ndefaults = true\n'
+                                          '[[conventions]]\nname = "acme"\nprompt = "acme.prompt"\n'
+                                          'response = "acme.answer"\n')
+    tid, root = new_trace_id(), new_span_id()
+    write_lines(tmp_path / "otel" / "traces.jsonl", [trace_line([
+        span("run", tid, root, attrs={"spanrl.rollout_id": "r1", "spanrl.reward": 1.0}),
+        span("acme call", tid, new_span_id(), parent=root, start=10 ** 18 * 2, attrs={
+            "acme.prompt": json.dumps([{"role": "user", "content": "hi"}]), "acme.answer": "hello"})])])
+    parses: list[str] = []
+    real = tomllib.loads
+
+    def counting(text: str, **kw):
+        if marker in text:
+            parses.append(text)
+        return real(text, **kw)
+
+    monkeypatch.setattr(tomllib, "loads", counting)
+    monkeypatch.setattr(tomllib._parser, "loads", counting)
+    monkeypatch.setattr(spanrl.config, "_CACHE", {})
+    run = CliRunner().invoke(cli, ["ingest", "--data", str(tmp_path)])
+    assert run.exit_code == 0, run.output
+    assert [json.loads(r["response_message"]) for r in read_snapshot(tmp_path)[0].to_pylist()] == [
+        {"role": "assistant", "content": "hello"}]  # the mapping was read and used
+    assert len(parses) == 1
+
+
 def test_help_shows_the_fields_own_defaults() -> None:
     out = CliRunner().invoke(cli, ["transitions", "build", "--help"], terminal_width=400).output
     assert f"[default: {default_of(BuildConfig, 'credit')}]" in out and "[default: identical]" in out
