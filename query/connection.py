@@ -4,7 +4,7 @@
 ``connect``. Its safety does not depend on what a statement looks like: the lake and the stage-2
 tables the last build materialised (``spanrl.transitions.tables``; on a lake that never had a build,
 computed once into memory when connecting, feedback files read then) are exposed as lazy
-Arrow datasets (``spanrl.ingest.views.open_guarded``), and then DuckDB's own file access is switched
+Arrow datasets (``spanrl.ingest.lake.open_guarded``), and then DuckDB's own file access is switched
 off with no allowed directory and the configuration locked. After that no statement on the
 connection, of whatever shape (``EXPLAIN ANALYZE COPY``, ``ATTACH``, ``read_text``, ``SET``...), can
 read or write a file; AIR rule predicates from ``spanrl.toml`` run under the same lock.
@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 
 from spanrl.errors import InputError
-from spanrl.ingest.views import (
+from spanrl.ingest.lake import (
     lake_glob,
     lock_down,
     open_guarded,

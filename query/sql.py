@@ -26,7 +26,7 @@ import duckdb
 import pyarrow as pa
 
 from spanrl.errors import InputError
-from spanrl.ingest.views import lake_glob
+from spanrl.ingest.lake import lake_glob
 from spanrl.layout import MANAGED_FOLDERS, lake_dir, otel_dir
 from spanrl.query.connection import connect, stale_note
 
@@ -54,10 +54,10 @@ def check_read_only(sql: str) -> list[str]:
 
 def _stage2_names() -> list[str]:
     try:
-        from spanrl.transitions.rollouts import STAGE2_OBJECTS
+        from spanrl.transitions.pipeline import STAGE2_STEPS
     except ImportError:
         return ["rewards", "rollouts"]
-    return sorted({name for name, _, _ in STAGE2_OBJECTS} | {"rewards", "rollouts", "_air_rule_hits"})
+    return sorted({step.creates for step in STAGE2_STEPS} | {"rewards", "rollouts"})
 
 
 def wants_stage2(sql: str | None) -> bool:

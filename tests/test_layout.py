@@ -127,3 +127,21 @@ def test_stage_packages_installed_under_spanrl() -> None:
     for folder in STAGES:
         mod = importlib.import_module(f"spanrl.{folder}")
         assert Path(mod.__file__).parent == ROOT / folder
+
+
+# Stage 1's API for the stages after it (ingest/lake.py), and its config types (ingest/config.py).
+STAGE1_API = {"spanrl.ingest.lake", "spanrl.ingest.config"}
+
+
+def test_later_stages_use_the_stage1_api() -> None:
+    """Outside ingest/ (and the root CLI, which wires stage 1 itself) a module imports from stage 1
+    only its API module, so ingest may reorganise views, locks and housekeeping without its readers."""
+    bad = []
+    for name, path in _modules().items():
+        if name.startswith("spanrl.ingest") or name == "spanrl.cli":
+            continue
+        for imported in _imports(path):
+            if imported.startswith("spanrl.ingest.") and ".".join(imported.split(".")[:3]) not in STAGE1_API:
+                bad.append(f"{path.relative_to(ROOT)} imports {imported}: import it from spanrl.ingest.lake "
+                           "(add it there if it is missing)")
+    assert not bad, "\n".join(sorted(bad))

@@ -26,10 +26,9 @@ from typing import Any
 
 import duckdb
 
-from spanrl.ingest.load import lake_lock
-from spanrl.ingest.views import connect, lock_down, sql_literal  # stage 1 owns the lake views
-from spanrl.ingest.views import read_sql as read_lake_sql
+from spanrl.ingest.lake import coverage_sql, lake_lock, lock_down, open_for_builder  # stage 1's API
 from spanrl.layout import feedback_dir, lake_dir
+from spanrl.sqlfiles import one, rows, sql_literal
 from spanrl.transitions.air import load_air_rules, rules_as_dicts
 from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.credit import (
@@ -51,16 +50,17 @@ from spanrl.transitions.incremental import (
     restrict_lake,
     traces_table_sql,
 )
-from spanrl.transitions.rollouts import _create, register_stage2, set_variables
+from spanrl.transitions.pipeline import TRANSITION_STEPS, run_steps
+from spanrl.transitions.rollouts import register_stage2, set_variables
 from spanrl.transitions.snapshot import (
     clean_stale_drafts,
-    content_hash_sql,
+    hash_content,
     latest_manifest,
     new_snapshot_id,
     open_snapshot,
     transitions_dir,
 )
-from spanrl.transitions.sqlfiles import read_sql
+from spanrl.transitions.sqlfiles import read_sql, render_sql
 from spanrl.transitions.summary import BuildResult, collect_stats, print_summary  # noqa: F401  (re-exported)
 from spanrl.transitions.tables import (
     BY_TRACE,
@@ -199,19 +199,10 @@ def _compute(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan
         plan.rounds = round_
         if plan.full or joined_older(con) == 0:
             break
-    if plan.full:
-        plan.traces = con.execute("SELECT count(*) FROM _trace_rollouts").fetchall()[0][0]
-    else:
-        plan.traces = con.execute("SELECT count(*) FROM _touched").fetchall()[0][0]
-    _create(con, "transition_rows", "TABLE", read_sql("snapshot/transition_base"))
-    con.execute("""CREATE OR REPLACE TEMP TABLE _rollout_adv AS
-                   SELECT rollout_id, any_value(task_id) AS task_id, coalesce(any_value(final_reward), 0.0) AS r,
-                          NULL::DOUBLE AS a_r, NULL::DOUBLE AS s_mean, NULL::DOUBLE AS a_air, NULL::DOUBLE AS air_scale
-                   FROM transition_rows GROUP BY rollout_id""")
+    plan.traces = one(con, f"SELECT count(*) AS n FROM {'_trace_rollouts' if plan.full else '_touched'}")["n"]
     # the stored rows carry their return; the advantage is the snapshot reader's (it moves with every night)
-    con.execute("CREATE OR REPLACE TEMP TABLE transitions AS SELECT * REPLACE (NULL::DOUBLE AS advantage) FROM ("
-                + credit_sql(cfg.credit) + ")", credit_params(cfg))
-    _create(con, "transition_rows", "VIEW", "SELECT * FROM transitions")
+    run_steps(con, TRANSITION_STEPS, materialize=True, generated={"transitions": lambda: (
+        "SELECT * REPLACE (NULL::DOUBLE AS advantage) FROM (" + credit_sql(cfg.credit) + ")", credit_params(cfg))})
 
 
 def _segment_sources(data: Path, plan: Plan, segment_id: str) -> dict[str, str]:
@@ -221,13 +212,12 @@ def _segment_sources(data: Path, plan: Plan, segment_id: str) -> dict[str, str]:
         "tool_calls": "SELECT * FROM tool_calls",
         "rewards": "SELECT * FROM rewards WHERE source <> 'feedback'",
         "rollouts": "SELECT * FROM rollouts",
-        "coverage": read_lake_sql("coverage"),
+        "coverage": coverage_sql(),
         "transitions": f"SELECT * REPLACE ({sql_literal(segment_id)} AS snapshot_id) FROM transitions "
                        "ORDER BY rollout_id, step",
         "digests": read_sql("snapshot/rollout_digests"),
         "_traces": traces_table_sql(data, span_files, span_files),
-        "_responses": """SELECT DISTINCT response_id, trace_id, span_id, rollout_id FROM _rollout_calls
-                         WHERE response_id IS NOT NULL""",
+        "_responses": read_sql("segments/_responses"),
     }
 
 
@@ -239,14 +229,11 @@ def _write_segments(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build
     before = set(state["segments"])
     rewritten = _rewrite_touched(con, data, tmp, build_id, state) if not plan.full else set()
     n = write_segment(con, tmp / build_id, _segment_sources(data, plan, build_id))
-    if n or con.execute("SELECT count(*) FROM _trace_rollouts").fetchall()[0][0]:
+    if n or one(con, "SELECT count(*) AS n FROM _trace_rollouts")["n"]:
         state["segments"][build_id] = f"{build_id}/{build_id}"
     merged = merge_segments(con, data, tmp, build_id, state)
-    con.execute(f"""COPY (SELECT trace_id, span_id, rollout_id, name, value, source, ts_ns, target_span_id, is_primary
-                          FROM _feedback_rewards ORDER BY file, line)
-                    TO {sql_literal(tmp / 'feedback_rewards.parquet')} (FORMAT parquet)""")
-    con.execute(f"""COPY (SELECT file, line, rollout_id, feedback_key FROM _feedback_rewards ORDER BY file, line)
-                    TO {sql_literal(tmp / '_feedback_detail.parquet')} (FORMAT parquet)""")
+    for name in ("feedback_rewards", "_feedback_detail"):
+        con.execute(f"COPY ({read_sql('segments/' + name)}) TO {sql_literal(tmp / (name + '.parquet'))} (FORMAT parquet)")
     state["global"] = {"feedback_rewards": f"{build_id}/feedback_rewards.parquet",
                        "_feedback_detail": f"{build_id}/_feedback_detail.parquet"}
     plan.segments = {"written": 1, "rewritten": len(rewritten), "reused": len(before - rewritten), "merged": merged}
@@ -256,20 +243,13 @@ def _write_segments(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build
 def _rewrite_touched(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build_id: str,
                      state: dict[str, Any]) -> set[str]:
     """Older segments holding a recomputed trace or rollout, written again without those rows."""
-    con.execute("""CREATE OR REPLACE TEMP TABLE _touched_rollouts AS
-                   SELECT rollout_id FROM rollouts
-                   UNION SELECT rollout_id FROM (SELECT rollout_id, unnest(trace_ids) AS trace_id FROM _p_rollouts)
-                         SEMI JOIN _touched USING (trace_id)""")
+    con.execute("CREATE OR REPLACE TEMP TABLE _touched_rollouts AS " + read_sql("segments/_touched_rollouts"))
     root = tables_dir(data)
     rewritten = set()
     for seg, folder in sorted(state["segments"].items()):
         traces = root / folder / "_traces.parquet"
         rollouts = root / folder / "rollouts.parquet"
-        hit = con.execute(f"""SELECT (SELECT count(*) FROM read_parquet({sql_literal(str(traces))})
-                                      SEMI JOIN _touched USING (trace_id))
-                                   + (SELECT count(*) FROM read_parquet({sql_literal(str(rollouts))})
-                                      SEMI JOIN _touched_rollouts USING (rollout_id))""").fetchall()[0][0]
-        if not hit:
+        if not one(con, render_sql("segments/segment_hits", traces=traces, rollouts=rollouts))["hits"]:
             continue
         out = tmp / seg
         sources = {}
@@ -280,9 +260,7 @@ def _rewrite_touched(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, buil
                 sources[table] = (f"SELECT * FROM read_parquet({sql_literal(str(src))}) "
                                   f"ANTI JOIN {keyed[1]} USING ({keyed[0]})")
         left = write_segment(con, out, sources)
-        left_traces = con.execute(f"SELECT count(*) FROM read_parquet({sql_literal(str(out / '_traces.parquet'))})"
-                                  ).fetchall()[0][0]
-        if left or left_traces:
+        if left or _count(con, out / "_traces.parquet"):
             state["segments"][seg] = f"{build_id}/{seg}"
         else:
             del state["segments"][seg]
@@ -305,17 +283,16 @@ def _snapshot(cfg: BuildConfig, state: dict[str, Any], config: dict[str, Any], p
         n_rows = stats["rows"]
         if n_rows == 0:
             return BuildResult("empty", None, None, 0, stats)
-        digest = con.execute(content_hash_sql("_digests", "_rollout_adv", air=True)).fetchall()[0][0]
+        digest = hash_content(con, "_digests", "_rollout_adv", air=True)
         if latest and latest.get("content_hash") == digest:
             sid = latest["snapshot_id"]
             return BuildResult("unchanged", sid, transitions_dir(data) / sid, n_rows, stats)
-        sources = sorted({f for (f,) in con.execute("SELECT DISTINCT unnest(source_files) FROM _digests").fetchall()}
+        sources = sorted({r["f"] for r in rows(con, "SELECT DISTINCT unnest(source_files) AS f FROM _digests")}
                          | {str(p) for p in _feedback_paths(data, state)})
         with open_snapshot(data) as draft:
             for seg, folder in sorted(state["segments"].items()):
                 part = tables_dir(data) / folder / "transitions.parquet"
-                if part.is_file() and con.execute(f"SELECT count(*) FROM read_parquet({sql_literal(str(part))})"
-                                                  ).fetchall()[0][0]:
+                if part.is_file() and _count(con, part):
                     draft.link_part(part, seg)
             draft.write_index(con, "SELECT rollout_id, task_id, r, n_rows, digest FROM _digests",
                               f"SELECT {', '.join(ADVANTAGE_COLUMNS)} FROM _rollout_adv")
@@ -332,12 +309,16 @@ def _air_totals(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any
     rollout's AIR total ``s`` and call count ``n`` (``snapshot/rollout_air.sql`` over every segment's
     stored rows: two narrow columns), what credit ``air`` puts into the group statistics."""
     parts = [str(p) for p in segment_files(data, state, "transitions")]
-    rows = (f"SELECT * FROM read_parquet({sql_literal(parts)})" if parts
+    body = (f"SELECT * FROM read_parquet({sql_literal(parts)})" if parts
             else "SELECT NULL::VARCHAR AS rollout_id, NULL::INTEGER AS step, NULL::DOUBLE AS step_reward WHERE false")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW transition_rows AS {rows}")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW transition_rows AS {body}")
     con.execute("CREATE OR REPLACE TEMP TABLE _rollout_air AS " + read_sql("snapshot/rollout_air"))
-    con.execute("""CREATE OR REPLACE VIEW _rollout_rewards AS
-                   SELECT d.rollout_id, d.task_id, d.r, a.s, a.n FROM _digests d LEFT JOIN _rollout_air a USING (rollout_id)""")
+    con.execute("CREATE OR REPLACE VIEW _rollout_rewards AS " + read_sql("snapshot/_rollout_rewards"))
+
+
+def _count(con: duckdb.DuckDBPyConnection, parquet: Path) -> int:
+    """The rows of one Parquet file (a segment's table)."""
+    return one(con, f"SELECT count(*) AS n FROM read_parquet({sql_literal(str(parquet))})")["n"]
 
 
 def _feedback_paths(data: Path, state: dict[str, Any]) -> list[Path]:
@@ -347,7 +328,7 @@ def _feedback_paths(data: Path, state: dict[str, Any]) -> list[Path]:
 def open_lake(cfg: BuildConfig) -> duckdb.DuckDBPyConnection:
     """Stage 1's views over the lake, with the memory limit and stage 1's spill folder, locked to
     what the builder reads (``builder_readable``) before any config-driven SQL runs on it."""
-    con = connect(cfg.data, read_only=False, call_views=False, config_file=cfg.config_file)  # stage 2 creates them as tables
+    con = open_for_builder(cfg.data, cfg.config_file)  # stage 2 creates llm_calls / tool_calls as tables
     spill = lake_dir(cfg.data) / "_tmp"
     spill.mkdir(parents=True, exist_ok=True)
     con.execute(f"SET memory_limit = {sql_literal(cfg.memory_limit)}")

@@ -31,8 +31,7 @@ def transitions_build(data: Path, **flags) -> None:
       spanrl transitions build --credit discounted --advantage batch
     """
     from spanrl.ingest.config import describe_config_file
-    from spanrl.ingest.housekeeping import finish_interrupted
-    from spanrl.ingest.load import lake_lock
+    from spanrl.ingest.lake import finish_interrupted, lake_lock
     from spanrl.layout import lake_dir
     from spanrl.transitions.build import build_transitions, print_summary
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spanrl.ingest.lakeio import lake_lock
+from spanrl.ingest.lake import lake_lock
 from spanrl.layout import lake_dir, latest_snapshot_id, recorded_snapshot_ids
 from spanrl.options import check_keep
 from spanrl.publish import Cleanup, discard, sweep_trash

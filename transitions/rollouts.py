@@ -1,9 +1,10 @@
 """Stage 2 in SQL: rollouts, their tree order and completeness, rewards (docs/lake.md; docs/transitions.md).
 
-Python only picks the files and the order; every step is one ``.sql`` file under ``sql/`` whose body
-is a single SELECT named after the object it creates. The same files become plain views for
-``spanrl sql`` (``materialize=False``) or temp tables for the snapshot builder, which reads several
-of them more than once (``materialize=True``).
+Python only registers the inputs and runs the steps; the steps and their order are
+``pipeline.STAGE2_STEPS``, each one ``.sql`` file under ``sql/`` whose body is a single SELECT named
+after the object it creates. The same files become plain views (``materialize=False``) or temp
+tables for the snapshot builder and ``spanrl sql``, which read several of them more than once
+(``materialize=True``).
 
 Config reaches the SQL as DuckDB variables (``getvariable('spanrl_rollout_key')`` ...), because
 views cannot take bound parameters; an unset variable is NULL and means "not configured".
@@ -17,31 +18,13 @@ from pathlib import Path
 import duckdb
 
 from spanrl.errors import InputError
-from spanrl.ingest.views import lock_down, mapped_conventions, register_conventions
-from spanrl.ingest.views import read_sql as read_lake_sql
+from spanrl.ingest.lake import call_relation_sql, lock_down, register_llm_calls, register_llm_macros
 from spanrl.layout import feedback_dir, lake_dir
 from spanrl.transitions.air import AirRule, air_rule_hits_sql, bad_rule_error, load_air_rules
 from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.feedback import load_feedback
+from spanrl.transitions.pipeline import STAGE2_STEPS, create, relations, run_steps
 from spanrl.transitions.sqlfiles import read_sql
-
-# (object, file under sql/ without .sql, materialise when building): dependency order. Views that are read once stay views.
-STAGE2_OBJECTS: list[tuple[str, str, bool]] = [
-    ("_span_tree", "rollouts/_span_tree", True),
-    ("_trace_rollouts", "rollouts/_trace_rollouts", True),
-    ("_rollout_status", "rollouts/_rollout_status", True),
-    ("_agent_repairs", "rollouts/_agent_repairs", True),
-    ("_rollout_calls", "rollouts/_rollout_calls", False),
-    ("_rollout_tasks", "rollouts/_rollout_tasks", True),
-    ("_explicit_rewards", "rewards/_explicit_rewards", False),
-    ("_feedback_rewards", "rewards/_feedback_rewards", True),
-    ("_air_candidates", "rewards/_air_candidates", False),
-    # _air_rule_hits comes next, generated from the AIR rules (air.air_rule_hits_sql)
-    ("_air_hits", "rewards/_air_hits", False),
-    ("rewards", "rewards/rewards", True),
-    ("rollouts", "rollouts/rollouts", True),
-]
-_AIR_AFTER = "_air_candidates"
 
 # The stage-1 relations stage 2 reads (B's views.py registers them).
 REQUIRED = ("spans", "llm_calls", "tool_calls")
@@ -96,23 +79,19 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, materializ
         readable = (lake_dir(cfg.data), feedback_dir(cfg.data))
     conventions = _materialize_stage1(con, cfg) if materialize else None
     _check_stage1(con)
-    con.execute(read_lake_sql("llm_macros"))  # spanrl_span_agent (hierarchy repair), on any connection
+    register_llm_macros(con)  # spanrl_span_agent (hierarchy repair), on any connection
     con.execute(read_sql("rollouts/macros"))
     set_variables(con, cfg)
-    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    have = relations(con)
     for name, columns in PRIORS.items():
         if name not in have:
             con.execute(f"CREATE TEMP TABLE {name} ({columns})")
     files = load_feedback(con, cfg.data)
     rules = load_air_rules(cfg.file) if rules is None else rules
     lock_down(con, readable)
-    for name, path, heavy in STAGE2_OBJECTS:
-        _create(con, name, "TABLE" if materialize and heavy else "VIEW", read_sql(path))
-        if name == _AIR_AFTER:
-            try:
-                _create(con, "_air_rule_hits", "TABLE" if materialize else "VIEW", air_rule_hits_sql(con, rules))
-            except duckdb.Error as exc:
-                raise bad_rule_error(con, rules, exc) from None
+    run_steps(con, STAGE2_STEPS, materialize,
+              generated={"_air_rule_hits": lambda: (air_rule_hits_sql(con, rules), None)},
+              errors={"_air_rule_hits": lambda exc: bad_rule_error(con, rules, exc)})
     return Stage2Setup(air_rules=rules, feedback_files=files, conventions=conventions)
 
 
@@ -151,17 +130,6 @@ def lake_config(data: Path) -> tuple[BuildConfig, list[AirRule] | None]:
     return BuildConfig(data=data, **values), rules
 
 
-def _create(con: duckdb.DuckDBPyConnection, name: str, kind: str, body: str) -> None:
-    """CREATE OR REPLACE TEMP VIEW|TABLE; it cannot turn a view into a table (or back), so the other
-    kind (left by ``connect()``'s views, say) is dropped first."""
-    other = "VIEW" if kind == "TABLE" else "TABLE"
-    try:
-        con.execute(f"DROP {other} IF EXISTS temp.{name}")
-    except duckdb.CatalogException:
-        pass  # the name exists as `kind` already: CREATE OR REPLACE handles it
-    con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {body}")
-
-
 def _materialize_stage1(con: duckdb.DuckDBPyConnection, cfg: BuildConfig) -> list[str] | None:
     """Evaluate stage 1's LLM-call and tool-call relations once, as temp tables of the same names.
 
@@ -170,25 +138,24 @@ def _materialize_stage1(con: duckdb.DuckDBPyConnection, cfg: BuildConfig) -> lis
     A relation already on the connection (a view of ``views.connect``, or rows of a hand-built test
     lake) is copied; one that is not (the builder's ``connect(call_views=False)``) is created
     straight from its SQL file, binding that SQL once, over the conventions some span of ``spans``
-    uses (``register_conventions(probe=True)``: on GenAI-only traffic the other nine cost nothing).
+    uses (``ingest.lake.register_llm_calls``: on GenAI-only traffic the other nine cost nothing).
     ``_llm_spans`` (the candidate spans) stays a view: materialising it held every candidate's
     attributes in memory (+0.2 GB peak RSS at 200k spans) and saved no CPU time.
     """
-    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    have = relations(con)
     stacked = None
     for name in ("llm_calls", "tool_calls"):
         if name in have:
-            _create(con, name, "TABLE", f"SELECT * FROM main.{name}")
+            create(con, name, "TABLE", f"SELECT * FROM main.{name}")
         elif "spans" in have:
             if name == "llm_calls":
-                views = register_conventions(con, mapped_conventions(cfg.data, cfg.config_file), probe=True)
-                stacked = [v.removeprefix("llm_calls_") for v in views]
-            _create(con, name, "TABLE", read_lake_sql(name))
+                stacked = register_llm_calls(con, cfg.data, cfg.config_file)
+            create(con, name, "TABLE", call_relation_sql(name))
     return stacked
 
 
 def _missing_stage1(con: duckdb.DuckDBPyConnection) -> list[str]:
-    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    have = relations(con)
     return [n for n in REQUIRED if n not in have]
 
 

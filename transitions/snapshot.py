@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from spanrl import __version__
 from spanrl.errors import InputError
 from spanrl.publish import clean_drafts, draft_folder, publish, read_pointer, write_text_atomic
-from spanrl.sqlfiles import sql_literal
+from spanrl.sqlfiles import one, sql_literal
 from spanrl.transitions.credit import credit_view_sql, with_air_columns
 from spanrl.transitions.schema import COLUMNS, SCHEMA_VERSION, TRANSITION_SCHEMA, conform
 from spanrl.transitions.sqlfiles import read_sql
@@ -50,18 +50,16 @@ def new_snapshot_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
 
 
-def content_hash_sql(digests: str, advantages: str | None, air: bool = False) -> str:
-    """SELECT of a snapshot's content hash from a digests relation (rollout_id, digest) and an
-    advantages relation (rollout_id, a_r; with ``air``, also a_air and air_scale) or None: sha256 over
-    one line per rollout in rollout order, ``rollout_id digest a_r`` (``-`` when the rows carry their own
-    advantage) and, for tables that have them, `` a_air air_scale`` (so a snapshot written before AIR
-    joined the group statistics keeps its hash, and one written after differs from it)."""
-    adv = f"LEFT JOIN {advantages} a USING (rollout_id)" if advantages else "LEFT JOIN (SELECT NULL::VARCHAR AS rollout_id, NULL::DOUBLE AS a_r) a USING (rollout_id)"
-    extra = (" || coalesce(' ' || CAST(a.a_air AS VARCHAR) || ' ' || CAST(a.air_scale AS VARCHAR), '')"
-             if advantages and air else "")
-    return (f"SELECT sha256('spanrl-transitions-v{SCHEMA_VERSION}' || chr(10) || coalesce(string_agg("
-            f"d.rollout_id || ' ' || d.digest || ' ' || coalesce(CAST(a.a_r AS VARCHAR), '-'){extra}, chr(10) "
-            f"ORDER BY d.rollout_id), '')) FROM {digests} d {adv}")
+def hash_content(con: duckdb.DuckDBPyConnection, digests: str, advantages: str | None, air: bool = False) -> str:
+    """A snapshot's content hash (``snapshot/content_hash.sql``) from a digests relation (rollout_id,
+    digest) and an advantages relation (rollout_id, a_r; with ``air``, also a_air and air_scale) or
+    None (the rows carry their own advantage), both relation names or table-function calls."""
+    air_cols = "a_air, air_scale" if air else "NULL::DOUBLE AS a_air, NULL::DOUBLE AS air_scale"
+    adv = (f"SELECT rollout_id, a_r, {air_cols} FROM {advantages}" if advantages else
+           "SELECT NULL::VARCHAR AS rollout_id, NULL::DOUBLE AS a_r, NULL::DOUBLE AS a_air, NULL::DOUBLE AS air_scale")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW _hash_digests AS SELECT rollout_id, digest FROM {digests}")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW _hash_advantages AS {adv}")
+    return one(con, read_sql("snapshot/content_hash"), {"schema_version": str(SCHEMA_VERSION)})["content_hash"]
 
 
 def _has_air_columns(path: Path) -> bool:
@@ -89,8 +87,8 @@ def content_hash(folder: Path) -> str:
         _rows_view(con, sorted(folder.glob("part-*.parquet")))
         con.execute("CREATE TEMP TABLE _digests AS " + read_sql("snapshot/rollout_digests"))
         adv = folder / ADVANTAGES
-        return con.execute(content_hash_sql("_digests", _parquet(adv) if adv.is_file() else None,
-                                            adv.is_file() and _has_air_columns(adv))).fetchall()[0][0]
+        return hash_content(con, "_digests", _parquet(adv) if adv.is_file() else None,
+                            adv.is_file() and _has_air_columns(adv))
     finally:
         con.close()
 
@@ -136,8 +134,8 @@ class SnapshotDraft:
                 _rows_view(con, sorted(self.tmp_dir.glob("part-*.parquet")))
                 self.write_index(con, read_sql("snapshot/rollout_digests"), None)
             adv = self.tmp_dir / ADVANTAGES
-            return con.execute(content_hash_sql(_parquet(self.tmp_dir / DIGESTS), _parquet(adv) if adv.is_file() else None,
-                                                adv.is_file() and _has_air_columns(adv))).fetchall()[0][0]
+            return hash_content(con, _parquet(self.tmp_dir / DIGESTS), _parquet(adv) if adv.is_file() else None,
+                                adv.is_file() and _has_air_columns(adv))
         finally:
             con.close()
 
@@ -334,8 +332,8 @@ def read_snapshot(data: Path | str, ref: str = "LATEST") -> tuple[pa.Table, dict
         try:
             con.execute("CREATE TEMP TABLE _digests AS " + read_sql("snapshot/rollout_digests"))
             air = bool(adv_name) and _has_air_columns(folder / adv_name)
-            read = con.execute(content_hash_sql("_digests", adv, air)).fetchall()[0][0]
-            n = con.execute("SELECT coalesce(sum(n_rows), 0) FROM _digests").fetchall()[0][0]
+            read = hash_content(con, "_digests", adv, air)
+            n = one(con, "SELECT coalesce(sum(n_rows), 0) AS n FROM _digests")["n"]
         except duckdb.Error as exc:
             raise InputError(f"{folder}: corrupt snapshot ({str(exc).splitlines()[0]}); rebuild the snapshot") from None
         if n != manifest.get("rows"):

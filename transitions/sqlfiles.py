@@ -4,3 +4,4 @@ from spanrl.sqlfiles import SqlFiles
 
 _SQL = SqlFiles("spanrl.transitions")
 read_sql = _SQL.read
+render_sql = _SQL.render

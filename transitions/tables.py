@@ -58,7 +58,7 @@ def reuse_key(row_config: dict[str, Any], conventions: Any = None) -> str:
     the code that computes rows (this release and the text of every stage-1 call and stage-2 SQL
     file, and the conventions registry with its probes). Any change means a full rebuild, announced;
     never a mix of old and new rows."""
-    from spanrl.ingest.views import CONVENTION_PROBES, LLM_CONVENTIONS
+    from spanrl.ingest.lake import CONVENTION_PROBES, LLM_CONVENTIONS
 
     code = {"registry": LLM_CONVENTIONS, "probes": CONVENTION_PROBES}
     h = hashlib.sha256(json.dumps({"config": canonical(row_config), "conventions": conventions, "spanrl": __version__,

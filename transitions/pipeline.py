@@ -1,0 +1,129 @@
+"""Stage 2 as an ordered list of steps: each names the relations it reads, the one it creates and its SQL.
+
+Steps talk through named temp relations on one DuckDB connection. The lists below are that
+conversation, in the order it runs (docs/architecture.md shows them): ``STAGE2_STEPS`` makes the
+rollouts and rewards from stage 1's ``spans`` / ``logs`` / ``llm_calls`` / ``tool_calls`` (``spanrl
+sql`` and the snapshot builder alike, ``rollouts.register_stage2``); ``TRANSITION_STEPS`` then makes
+the builder's transition rows (``build.py``). ``run_steps`` executes a list in order and refuses a
+step whose declared input is not on the connection, naming the step, instead of a binder error deep
+inside a view. tests/transitions/test_pipeline.py checks each step's SQL reads what it declares.
+
+A step is a TABLE (evaluated once: read several times, or costly to re-plan), a VIEW (read once),
+or ``heavy``: a table when the caller materialises (the builder, the query connection), else a view.
+These choices are measured ones (docs/transitions.md); changing one changes the build's speed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from spanrl.sqlfiles import rows
+from spanrl.transitions.sqlfiles import read_sql
+
+
+@dataclass(frozen=True)
+class Step:
+    """One stage-2 relation: ``creates`` from ``sql`` (a file under ``transitions/sql/`` without
+    ``.sql``; None: the caller generates the SELECT) over ``reads``; ``kind`` is table, view or heavy."""
+
+    creates: str
+    reads: tuple[str, ...]
+    sql: str | None
+    kind: str = "heavy"
+
+    def relation(self, materialize: bool) -> str:
+        """TABLE or VIEW, for this run."""
+        return "TABLE" if self.kind == "table" or (self.kind == "heavy" and materialize) else "VIEW"
+
+
+# The stage-1 relations stage 2 reads (ingest.lake creates them), and what the caller registers first:
+# _feedback (feedback.load_feedback), the _prior_* relations (empty unless an incremental build filled them).
+STAGE1 = ("spans", "logs", "llm_calls", "tool_calls")
+PRIOR_INPUTS = ("_prior_rollout_ids", "_prior_trace_rollouts", "_prior_responses")
+
+STAGE2_STEPS: list[Step] = [
+    Step("_span_tree", ("spans", "llm_calls"), "rollouts/_span_tree"),
+    Step("_trace_rollouts", ("_span_tree",), "rollouts/_trace_rollouts"),
+    Step("_rollout_status", ("spans", "_span_tree"), "rollouts/_rollout_status"),
+    Step("_agent_repairs", ("spans", "llm_calls"), "rollouts/_agent_repairs"),
+    Step("_rollout_calls", ("llm_calls", "_span_tree", "_agent_repairs"), "rollouts/_rollout_calls", "view"),
+    Step("_rollout_tasks", ("spans", "_span_tree", "_rollout_calls"), "rollouts/_rollout_tasks"),
+    Step("_explicit_rewards", ("spans", "logs", "_span_tree", "_trace_rollouts", "_rollout_calls"),
+         "rewards/_explicit_rewards", "view"),
+    Step("_feedback_rewards", ("_feedback", *PRIOR_INPUTS, "_span_tree", "_trace_rollouts", "_rollout_calls"),
+         "rewards/_feedback_rewards"),
+    Step("_air_candidates", ("spans", "tool_calls", "_span_tree", "_rollout_calls"), "rewards/_air_candidates",
+         "view"),
+    # the template rewards/_air_rule_hits.sql with the AIR rules' predicates (air.air_rule_hits_sql, which
+    # also binds the rules into _air_rules); a table whenever stage 2 is materialised
+    Step("_air_rule_hits", ("_air_candidates",), None),
+    Step("_air_hits", ("_air_rule_hits", "_air_rules"), "rewards/_air_hits", "view"),
+    Step("rewards", ("_explicit_rewards", "_feedback_rewards", "_air_hits"), "rewards/rewards"),
+    Step("rollouts", ("tool_calls", "_span_tree", "_rollout_status", "_rollout_tasks", "_rollout_calls",
+                      "_explicit_rewards", "_feedback_rewards"), "rollouts/rollouts"),
+]
+
+# The snapshot builder's rows (build.py), after STAGE2_STEPS: the rows with their returns, the
+# per-rollout frame the credit SQL reads, the credit mode's SELECT (credit.credit_sql, generated,
+# advantage unset: the snapshot reader's) and ``transition_rows`` again, now over those rows.
+TRANSITION_STEPS: list[Step] = [
+    Step("transition_rows", ("rollouts", "_rollout_calls", "_rollout_status", "_air_hits"),
+         "snapshot/transition_base", "table"),
+    Step("_rollout_adv", ("transition_rows",), "snapshot/_rollout_adv", "table"),
+    Step("transitions", ("transition_rows", "_rollout_adv"), None, "table"),
+    Step("transition_rows", ("transitions",), "snapshot/transition_rows", "view"),
+]
+
+Generated = Callable[[], tuple[str, Mapping[str, Any] | None]]
+
+
+def create(con: duckdb.DuckDBPyConnection, name: str, kind: str, body: str,
+           params: Mapping[str, Any] | None = None) -> None:
+    """CREATE OR REPLACE TEMP VIEW|TABLE ``name`` AS ``body``; it cannot turn a view into a table (or
+    back), so the other kind (left by ``connect()``'s views, say) is dropped first."""
+    other = "VIEW" if kind == "TABLE" else "TABLE"
+    try:
+        con.execute(f"DROP {other} IF EXISTS temp.{name}")
+    except duckdb.CatalogException:
+        pass  # the name exists as `kind` already: CREATE OR REPLACE handles it
+    sql = f"CREATE OR REPLACE TEMP {kind} {name} AS {body}"
+    con.execute(sql, dict(params)) if params else con.execute(sql)
+
+
+def relations(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """The tables and views ``con`` can read by name (temp ones and registered Arrow datasets too)."""
+    return {r["table_name"] for r in rows(con, "SELECT table_name FROM information_schema.tables")}
+
+
+def run_steps(con: duckdb.DuckDBPyConnection, steps: list[Step], materialize: bool,
+              generated: Mapping[str, Generated] | None = None,
+              errors: Mapping[str, Callable[[duckdb.Error], Exception]] | None = None) -> None:
+    """Create each step's relation in order. ``generated``: the SELECT (and bound values) of the steps
+    without a file; ``errors``: per step, what a DuckDB error becomes (a bad AIR rule names the rule)."""
+    generated, errors = generated or {}, errors or {}
+    have = relations(con)
+    for step in steps:
+        missing = [r for r in step.reads if r not in have]
+        if missing:
+            have = relations(con)  # made outside the list (_air_rules, by the generated step before it)
+            missing = [r for r in step.reads if r not in have]
+        if missing:
+            raise RuntimeError(f"stage-2 step {step.creates!r} reads {', '.join(missing)}, which nothing created "
+                               "on this connection: transitions/pipeline.py lists the steps in order")
+        if step.sql is not None:
+            body, params = read_sql(step.sql), None
+        elif step.creates in generated:
+            body, params = generated[step.creates]()
+        else:
+            raise RuntimeError(f"stage-2 step {step.creates!r} has no SQL file; its caller must generate it")
+        try:
+            create(con, step.creates, step.relation(materialize), body, params)
+        except duckdb.Error as exc:
+            if step.creates in errors:
+                raise errors[step.creates](exc) from None
+            raise
+        have.add(step.creates)
