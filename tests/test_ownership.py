@@ -22,6 +22,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from spanrl import layout
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "architecture.md"
 SECTION = "## One owner per artefact"
@@ -100,8 +102,8 @@ def _docstrings(tree: ast.AST) -> set[int]:
             and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
 
 
-def _joined_pointers(tree: ast.AST) -> set[int]:
-    """The ``"LATEST"`` constants joined onto a path: ``x / "LATEST"``, ``Path(x, "LATEST")``."""
+def _joined(tree: ast.AST) -> set[int]:
+    """The nodes joined onto a path: ``x / "LATEST"``, ``Path(x, "lake")``, ``x.joinpath("adapters")``."""
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
@@ -115,7 +117,7 @@ def _joined_pointers(tree: ast.AST) -> set[int]:
 def joined_folders(source: str, folders: set[str]) -> list[tuple[int, str]]:
     """(line, folder) for every data-root folder name ``source`` joins onto a path."""
     tree = ast.parse(source)
-    joined = _joined_pointers(tree)
+    joined = _joined(tree)
     return sorted({(node.lineno, node.value) for node in ast.walk(tree) if id(node) in joined
                    and isinstance(node, ast.Constant) and node.value in folders})
 
@@ -123,7 +125,7 @@ def joined_folders(source: str, folders: set[str]) -> list[tuple[int, str]]:
 def mentions(source: str, names: set[str]) -> list[tuple[int, str]]:
     """(line, name) for every name a string in ``source``'s code holds, as a whole path part."""
     tree = ast.parse(source)
-    skip, joined = _docstrings(tree), _joined_pointers(tree)
+    skip, joined = _docstrings(tree), _joined(tree)
     patterns = {n: re.compile(rf"(?<![\w.]){re.escape(n)}(?!\w)") for n in names if n != POINTER}
     out = []
     for node in ast.walk(tree):
@@ -164,14 +166,16 @@ def test_only_owners_name_their_files() -> None:
 
 
 def folder_violations(owners: dict[str, set[str]], modules: list[Path], root: Path = ROOT) -> list[str]:
+    """One message per data-root folder a module joins onto a path while its stage owns nothing there."""
     bad = []
     for path in modules:
         rel = path.relative_to(root).as_posix()
         for line, folder in joined_folders(path.read_text(), set(owners)):
             if rel.split("/")[0] not in owners[folder]:
+                root_api = f"spanrl.layout.{folder}_dir(data)" if hasattr(layout, f"{folder}_dir") else "spanrl.layout"
                 bad.append(f"{rel}:{line} joins the data-root folder {folder!r}, whose files belong to "
-                           f"{', '.join(sorted(owners[folder]))}: call that stage's API, or spanrl.layout "
-                           f"({folder}_dir(data), the LATEST pointers, the reads across stages) instead")
+                           f"{', '.join(sorted(owners[folder]))}: call that stage's API, or {root_api} (where the "
+                           "import rules forbid that stage) instead")
     return bad
 
 
