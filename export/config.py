@@ -6,6 +6,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import click
+
+from spanrl.config import knob
 from spanrl.errors import InputError
 from spanrl.export.formats import FORMATS, Format
 
@@ -14,18 +17,23 @@ REWARD_COLUMNS = ("return", "final_reward", "advantage")
 
 @dataclass
 class ExportConfig:
-    """What ``spanrl export`` was asked for (``__post_init__`` refuses options that do not apply)."""
+    """What ``spanrl export`` was asked for (``__post_init__`` refuses options that do not apply). Each
+    field is a ``spanrl.config.knob``: the ``spanrl export`` flags are generated from them."""
 
-    data: Path
-    format: str
-    out: Path
-    snapshot: str = "LATEST"
-    file_type: str | None = None  # parquet | jsonl; None = the format's default
-    reward_column: str = "return"
-    min_reward: float | None = None  # trl-sft, openai-ft
-    threshold: float = 0.5  # trl-kto: label = reward >= threshold
-    tokenizer: Path | None = None  # triplets: render text-only rows
-    overwrite: bool = False
+    data: Path = knob(help="Data root.")
+    format: str = knob(help="Dataset format to write.", choices=tuple(FORMATS), required=True)
+    out: Path = knob(help="Folder to write (README.md dataset card + train.parquet|jsonl); not under DATA's lake/, "
+                          "transitions/, adapters/ or otel/.", required=True, click_type=click.Path(path_type=Path))
+    snapshot: str = knob("LATEST", "Snapshot id or LATEST.")
+    # None = the format's default (its first file type)
+    file_type: str | None = knob(None, "File type [parquet; openai-ft: jsonl only].", choices=("parquet", "jsonl"))
+    reward_column: str = knob("return", "Snapshot column used as the reward (filter, KTO label, DPO order).",
+                              choices=REWARD_COLUMNS)
+    min_reward: float | None = knob(None, "trl-sft / openai-ft: keep rows with reward >= this.")
+    threshold: float = knob(0.5, "trl-kto: label = reward >= threshold.")
+    tokenizer: Path | None = knob(None, "triplets: local tokenizer folder to render rows that carry text only (else "
+                                  "they are left out).", click_type=click.Path(file_okay=False, path_type=Path))
+    overwrite: bool = knob(False, "Replace an earlier export in --out.")
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:

@@ -200,7 +200,10 @@ def _choices(f: dataclasses.Field) -> tuple[str, ...]:
 
 
 def _default(f: dataclasses.Field) -> Any:
-    return f.default_factory() if f.default is MISSING else f.default
+    """The field's default; None for a field that has none (a required one)."""
+    if f.default is not MISSING:
+        return f.default
+    return f.default_factory() if f.default_factory is not MISSING else None
 
 
 def flag_of(f: dataclasses.Field) -> str:
