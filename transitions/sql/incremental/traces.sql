@@ -1,10 +1,10 @@
--- name: traces
+-- name: traces(${root})
 -- A segment's bookkeeping, one row per computed trace: its rollout (_trace_rollouts), the lake files
--- that hold it (the FILES placeholder: trace_id, absolute filename; cut to the data-root-relative
--- path at the ROOT_LEN placeholder), and the counts the build summary adds up over every segment.
+-- that hold it (the FILES placeholder: trace_files_*.sql, rows of trace_id and absolute filename; cut
+-- to the path relative to the data root), and the counts the build summary adds up over every segment.
 -- A call is counted in the trace its row sits in (llm_calls.trace_id).
 WITH files AS (
-    SELECT trace_id, list(DISTINCT filename[/*ROOT_LEN*/:] ORDER BY filename[/*ROOT_LEN*/:]) AS lake_files
+    SELECT trace_id, list(DISTINCT filename[len(${root}) + 2:] ORDER BY filename[len(${root}) + 2:]) AS lake_files
     FROM (/*FILES*/) GROUP BY trace_id
 ),
 call_spans AS (  -- every LLM-call span: a row's own and those merged into it (llm_calls.merged_spans)
