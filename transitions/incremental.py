@@ -31,7 +31,7 @@ import duckdb
 from spanrl.layout import lake_dir
 from spanrl.sqlfiles import one, rows
 from spanrl.transitions.sqlfiles import read_sql, render_sql
-from spanrl.transitions.tables import global_file, segment_files
+from spanrl.transitions.tables import global_file, over_files, segment_files
 
 MAX_CLOSURE_ROUNDS = 8  # each round only when a recomputed trace joined an older rollout (rare)
 
@@ -66,16 +66,9 @@ def lake_clocks(con: duckdb.DuckDBPyConnection, data: Path, span_files: list[str
 def register_priors(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any] | None) -> None:
     """Views ``_p_*`` over the last build's stored bookkeeping (empty tables when there is none)."""
     for view, table in (("_p_traces", "_traces"), ("_p_rollouts", "rollouts"), ("_p_responses", "_responses")):
-        _over_files(con, view, [str(p) for p in segment_files(data, state or {}, table)])
+        over_files(con, f"incremental/{view}", [str(p) for p in segment_files(data, state or {}, table)])
     fb = global_file(data, state or {}, "_feedback_detail")
-    _over_files(con, "_p_feedback", [str(fb)] if fb else [])
-
-
-def _over_files(con: duckdb.DuckDBPyConnection, name: str, files: list[str]) -> None:
-    """``incremental/<name>.sql`` over ``files`` (a view: their list is rendered in, a view cannot bind
-    it), or ``<name>_empty.sql`` (the same columns, no rows) when there are none: read_parquet
-    refuses an empty list."""
-    con.execute(render_sql(f"incremental/{name}", files=files) if files else read_sql(f"incremental/{name}_empty"))
+    over_files(con, "incremental/_p_feedback", [str(fb)] if fb else [])
 
 
 def plan_touched(con: duckdb.DuckDBPyConnection, data: Path, new_files: list[str], gone_files: list[str],
@@ -130,7 +123,8 @@ def joined_older(con: duckdb.DuckDBPyConnection) -> int:
 
 def files_of_touched(con: duckdb.DuckDBPyConnection, new_files: list[str], existing: set[str]) -> list[str]:
     """The lake files an incremental run reads: the new ones plus those the touched traces lived in."""
-    old = rows(con, "SELECT DISTINCT unnest(lake_files) AS file FROM _p_traces SEMI JOIN _touched USING (trace_id)")
+    old = rows(con, "SELECT DISTINCT unnest(lake_files) AS file FROM _p_traces "
+                    "SEMI JOIN _touched USING (trace_id)")
     return sorted((set(new_files) | {r["file"] for r in old}) & existing)
 
 
@@ -139,7 +133,8 @@ def restrict_lake(con: duckdb.DuckDBPyConnection, data: Path, files: list[str]) 
     no trace id is kept: it may name a recomputed call's response id)."""
     root = str(Path(data).resolve())
     for table in ("spans", "logs"):  # incremental/spans_touched.sql, logs_touched.sql
-        _over_files(con, f"{table}_touched", [f"{root}/{f}" for f in files if f.startswith(f"lake/{table}/")])
+        paths = [f"{root}/{f}" for f in files if f.startswith(f"lake/{table}/")]
+        over_files(con, f"incremental/{table}_touched", paths)
 
 
 def fill_priors(con: duckdb.DuckDBPyConnection) -> None:

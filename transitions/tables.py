@@ -28,8 +28,9 @@ import duckdb
 
 from spanrl import __version__
 from spanrl.publish import draft_folder, publish, read_pointer
-from spanrl.sqlfiles import sql_literal
+from spanrl.sqlfiles import one, rows, sql_literal
 from spanrl.transitions.snapshot import transitions_dir
+from spanrl.transitions.sqlfiles import read_sql, render_sql
 
 STATE = "state.json"
 STATE_FORMAT = 2
@@ -147,7 +148,7 @@ def write_segment(con: duckdb.DuckDBPyConnection, folder: Path, sources: dict[st
         if ordered and table in ORDER:
             select = f"SELECT * FROM ({select}) ORDER BY {ORDER[table]}"
         con.execute(f"COPY ({select}) TO {sql_literal(folder / f'{table}.parquet')} ({PARQUET_OPTIONS})")
-    return con.execute(f"SELECT count(*) FROM read_parquet({sql_literal(folder / 'rollouts.parquet')})").fetchall()[0][0]
+    return one(con, "SELECT count(*) AS n FROM read_parquet($file)", {"file": str(folder / "rollouts.parquet")})["n"]
 
 
 def publish_build(build_id: str, data: Path | str, write: Any, state: dict[str, Any]) -> Path:
@@ -206,7 +207,7 @@ def merge_segments(con: duckdb.DuckDBPyConnection, data: Path | str, tmp: Path, 
             files = [str(where(s) / f"{table}.parquet") for s in sorted(segs)]
             files = [f for f in files if Path(f).is_file()]
             if files:
-                sources[table] = f"SELECT * FROM read_parquet({sql_literal(files)}, union_by_name = true)"
+                sources[table] = render_sql("tables/merged_rows", files=files)
         write_segment(con, tmp / new_id, sources, ordered=False)
         for seg in segs:
             if where(seg).is_relative_to(tmp):  # written by this build, now merged: not published
@@ -221,7 +222,7 @@ def write_tables(con: duckdb.DuckDBPyConnection, data: Path | str, build_id: str
     """A one-segment build of the public tables present on ``con`` (bench lakes, tests): what a full
     build stores, minus the snapshot rows and the bookkeeping an incremental build needs (so the
     next ``spanrl ingest`` over such a root rebuilds in full)."""
-    have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    have = {r["table_name"] for r in rows(con, "SELECT table_name FROM information_schema.tables")}
 
     def write(tmp: Path) -> None:
         write_segment(con, tmp / build_id, {n: f"SELECT * FROM {n}" for n in PUBLIC if n in have})
@@ -273,40 +274,17 @@ def _as_map(files: Any) -> dict[str, list[Any]]:
 def register_build_views(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any]) -> None:
     """Views over every segment of ``state`` (rollouts, _traces, _digests, coverage, llm_calls, rewards with
     the whole-lake feedback rows, _feedback_detail, _rollout_rewards): what the summary and the snapshot read."""
-    empty = {"_digests": "rollout_id VARCHAR, task_id VARCHAR, r DOUBLE, n_rows BIGINT, digest VARCHAR, "
-                         "source_files VARCHAR[]"}
     for name, table in (("rollouts", "rollouts"), ("_traces", "_traces"), ("_digests", "digests"),
                         ("coverage", "coverage"), ("llm_calls", "llm_calls"), ("segment_rewards", "rewards")):
-        files = [str(p) for p in segment_files(data, state, table)]
-        if files:
-            con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({sql_literal(files)}, union_by_name = true)")
-        elif name in empty:
-            con.execute(f"CREATE TABLE {name} ({empty[name]})")
-        else:
-            con.execute(f"CREATE TABLE {name} AS SELECT * FROM ({_EMPTY[name]}) WHERE false")
-    fb, detail = global_file(data, state, "feedback_rewards"), global_file(data, state, "_feedback_detail")
-    con.execute("CREATE VIEW rewards AS SELECT * FROM segment_rewards" + (
-        f" UNION ALL BY NAME SELECT * FROM read_parquet({sql_literal(str(fb))})" if fb else ""))
-    con.execute("CREATE VIEW _feedback_detail AS " + (
-        f"SELECT * FROM read_parquet({sql_literal(str(detail))})" if detail
-        else "SELECT NULL::VARCHAR AS file, NULL::BIGINT AS line, NULL::VARCHAR AS rollout_id, "
-             "NULL::VARCHAR AS feedback_key WHERE false"))
-    con.execute("CREATE VIEW _rollout_rewards AS SELECT rollout_id, task_id, r FROM _digests")
+        over_files(con, f"tables/{name}", [str(p) for p in segment_files(data, state, table)])
+    for name, table in (("rewards", "feedback_rewards"), ("_feedback_detail", "_feedback_detail")):
+        path = global_file(data, state, table)
+        over_files(con, f"tables/{name}", [str(path)] if path else [])
+    con.execute(read_sql("tables/_rollout_rewards"))
 
 
-_EMPTY = {
-    "rollouts": "SELECT NULL::VARCHAR AS rollout_id, NULL::BOOLEAN AS complete, NULL::DOUBLE AS final_reward, "
-                "NULL::BIGINT AS started_ns, NULL::BIGINT AS ended_ns",
-    "_traces": "SELECT 0 AS orphan_spans, 0 AS orphans_reattached, 0 AS agent_calls_repaired, "
-               "0 AS agent_repairs_ambiguous, 0 AS llm_calls_complete, 0 AS llm_calls_without_response, "
-               "0 AS prompt_messages_restored, 0 AS llm_calls_merged, 0 AS llm_calls_merged_across_traces, "
-               "0 AS llm_calls_without_tool_schema",
-    "coverage": "SELECT NULL::VARCHAR AS scope_name, NULL::VARCHAR AS scope_version, NULL::BOOLEAN AS missing_input, "
-                "NULL::BOOLEAN AS missing_output, NULL::BOOLEAN AS missing_tool_schema, NULL::VARCHAR AS convention, "
-                "[]::VARCHAR[] AS attribute_keys, "
-                "[]::VARCHAR[] AS event_names",
-    "llm_calls": "SELECT NULL::VARCHAR AS trace_id",
-    "segment_rewards": "SELECT NULL::VARCHAR AS trace_id, NULL::VARCHAR AS span_id, NULL::VARCHAR AS rollout_id, "
-                       "NULL::VARCHAR AS name, NULL::DOUBLE AS value, NULL::VARCHAR AS source, NULL::BIGINT AS ts_ns, "
-                       "NULL::VARCHAR AS target_span_id, NULL::BOOLEAN AS is_primary",
-}
+def over_files(con: duckdb.DuckDBPyConnection, name: str, files: list[str]) -> None:
+    """Run ``sql/<name>.sql`` over ``files`` (a view cannot bind their list: it is rendered in), or
+    ``<name>_empty.sql`` (the same relation without the files: its columns, or what it has besides)
+    when there are none: read_parquet refuses an empty list."""
+    con.execute(render_sql(name, files=files) if files else read_sql(f"{name}_empty"))

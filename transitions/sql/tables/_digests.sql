@@ -1,0 +1,3 @@
+-- name: _digests(${files})
+-- The build's per-rollout snapshot digests over every segment (digests.parquet).
+CREATE VIEW _digests AS SELECT * FROM read_parquet(${files}, union_by_name = true)

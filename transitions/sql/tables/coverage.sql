@@ -1,0 +1,3 @@
+-- name: coverage(${files})
+-- The build's coverage rows over every segment (coverage.parquet).
+CREATE VIEW coverage AS SELECT * FROM read_parquet(${files}, union_by_name = true)

@@ -1,0 +1,4 @@
+-- name: rewards(${files})
+-- Every reward row of the build: the segments' and the whole-lake feedback rows (feedback_rewards.parquet).
+CREATE VIEW rewards AS
+SELECT * FROM segment_rewards UNION ALL BY NAME SELECT * FROM read_parquet(${files})
