@@ -14,20 +14,13 @@ from pathlib import Path
 import duckdb
 
 from spanrl.errors import InputError
+from spanrl.sqlfiles import one
 from spanrl.transitions.sqlfiles import read_sql
 
-# The columns a feedback file may carry; an empty typed frame makes union-by-name fill missing ones.
-_EMPTY = ("SELECT NULL::VARCHAR AS rollout_id, NULL::VARCHAR AS trace_id, NULL::VARCHAR AS response_id, "
-          "NULL::VARCHAR AS name, NULL::VARCHAR AS value, NULL::VARCHAR AS ts WHERE false")
-_KNOWN = "rollout_id, trace_id, response_id, name, value, ts"
-
-_READERS = {
-    ".jsonl": "read_json($path, format = 'newline_delimited', union_by_name = true, sample_size = -1)",
-    ".json": "read_json($path, format = 'newline_delimited', union_by_name = true, sample_size = -1)",
-    ".ndjson": "read_json($path, format = 'newline_delimited', union_by_name = true, sample_size = -1)",
-    ".csv": "read_csv($path, header = true, union_by_name = true, all_varchar = true)",
-    ".parquet": "read_parquet($path, union_by_name = true)",
-}
+# By suffix, the file under sql/feedback/ that reads it (the known columns; an empty typed frame makes
+# union-by-name fill the missing ones).
+_READERS = {".jsonl": "read_json", ".json": "read_json", ".ndjson": "read_json", ".csv": "read_csv",
+            ".parquet": "read_parquet"}
 # Where a row sits in its file: CSV has a header line; JSON lines and Parquet rows count from 1.
 _FIRST_LINE = {".csv": 2}
 
@@ -43,30 +36,22 @@ def feedback_files(data: Path) -> list[Path]:
 def load_feedback(con: duckdb.DuckDBPyConnection, data: Path) -> list[Path]:
     """Create TEMP TABLE ``_feedback`` from every feedback file; return the files read."""
     files = feedback_files(data)
-    con.execute("CREATE OR REPLACE TEMP TABLE _feedback_raw (filename VARCHAR, line BIGINT, rollout_id VARCHAR, "
-                "trace_id VARCHAR, response_id VARCHAR, name VARCHAR, value VARCHAR, ts VARCHAR)")
+    con.execute("CREATE OR REPLACE TEMP TABLE _feedback_raw AS " + read_sql("feedback/_feedback_raw"))
     for path in files:
-        reader = _READERS[path.suffix.lower()]
+        reader = read_sql("feedback/" + _READERS[path.suffix.lower()])
         first = _FIRST_LINE.get(path.suffix.lower(), 1)
         try:
-            con.execute(
-                f"INSERT INTO _feedback_raw SELECT $path, (row_number() OVER () - 1 + {first})::BIGINT, "
-                f"{_KNOWN} FROM ({_EMPTY} UNION ALL BY NAME SELECT * FROM {reader})",
-                {"path": str(path)},
-            )
+            con.execute("INSERT INTO _feedback_raw " + reader, {"path": str(path), "first": first})
         except duckdb.Error as exc:
             raise InputError(
                 f"{path}: cannot read feedback ({str(exc).splitlines()[0]}); fix or remove the file "
                 "(one reward per row: rollout_id|trace_id|response_id, value, optional name and ts)"
             ) from None
     con.execute(f"CREATE OR REPLACE TEMP TABLE _feedback AS {read_sql('feedback/feedback_rows')}")
-    bad_rows = con.execute(
-        "SELECT file, line, problem FROM _feedback WHERE problem IS NOT NULL ORDER BY file, line LIMIT 1"
-    ).fetchall()
-    if bad_rows:
-        bad = bad_rows[0]
-        n = con.execute("SELECT count(*) FROM _feedback WHERE problem IS NOT NULL").fetchall()[0][0]
-        raise InputError(f"{bad[0]}:{bad[1]}: feedback row unusable: {bad[2]} ({n} bad row(s) in all); "
-                         "fix the file and run again")
+    bad = one(con, "SELECT file, line, problem, count(*) OVER () AS n FROM _feedback WHERE problem IS NOT NULL "
+                   "ORDER BY file, line LIMIT 1")
+    if bad:
+        raise InputError(f"{bad['file']}:{bad['line']}: feedback row unusable: {bad['problem']} ({bad['n']} bad row(s) "
+                         "in all); fix the file and run again")
     return files
 

@@ -10,8 +10,10 @@ from typing import Any
 
 import duckdb
 
+from spanrl.sqlfiles import one, rows
 from spanrl.transitions.credit import advantage_stats
 from spanrl.transitions.incremental import Plan
+from spanrl.transitions.sqlfiles import read_sql
 
 
 @dataclass
@@ -32,46 +34,27 @@ def collect_stats(con: duckdb.DuckDBPyConnection, plan: Plan, settle_s: float | 
     """``con`` has views over the whole build: rollouts, rewards, _traces, _feedback_detail,
     coverage, llm_calls and the snapshot's ``_digests`` / ``_rollout_rewards``; ``settle_s`` and the
     build ``state`` (its lake clock) say why rollouts still wait (``waiting_stats``)."""
-    one = lambda sql: con.execute(sql).fetchall()[0]  # noqa: E731
-    pairs = lambda sql: {str(k): v for k, v in con.execute(sql).fetchall()}  # noqa: E731
-    r = one("""SELECT count(*), count(*) FILTER (WHERE complete), count(*) FILTER (WHERE NOT complete),
-                      count(*) FILTER (WHERE complete AND final_reward IS NULL) FROM rollouts""")
-    t = one("""SELECT coalesce(sum(n_rows), 0), count(*), count(DISTINCT task_id), min(r), max(r), avg(r),
-                      stddev_samp(r) FROM _digests""")
-    tr = one("""SELECT coalesce(sum(orphan_spans), 0), coalesce(sum(orphans_reattached), 0),
-                       coalesce(sum(agent_calls_repaired), 0), coalesce(sum(agent_repairs_ambiguous), 0),
-                       coalesce(sum(llm_calls_complete), 0), coalesce(sum(llm_calls_without_response), 0),
-                       coalesce(sum(prompt_messages_restored), 0), coalesce(sum(llm_calls_merged), 0),
-                       coalesce(sum(llm_calls_merged_across_traces), 0),
-                       coalesce(sum(llm_calls_without_tool_schema), 0) FROM _traces""")
-    times = one("""SELECT min(started_ns), max(ended_ns) FROM rollouts SEMI JOIN _digests USING (rollout_id)""")
-    unknown = con.execute("""SELECT file || ':' || line || ' ' || feedback_key FROM _feedback_detail
-                             WHERE rollout_id IS NULL ORDER BY file, line""").fetchall()
+    pairs = lambda sql: {str(r["k"]): r["n"] for r in rows(con, sql)}  # noqa: E731
+    r = one(con, read_sql("summary/rollout_counts"))
+    t = one(con, read_sql("summary/snapshot_counts"))
+    tr = {k: int(v) for k, v in one(con, read_sql("summary/trace_repairs")).items()}
+    times = one(con, "SELECT min(started_ns) AS lo, max(ended_ns) AS hi FROM rollouts SEMI JOIN _digests USING (rollout_id)")
+    unknown = [u["entry"] for u in rows(con, read_sql("summary/feedback_unknown"))]
     return {
-        "rows": int(t[0]),
-        "rollouts_seen": r[0], "rollouts_complete": r[1], "rollouts_waiting": r[2],
-        "rollouts_without_reward": r[3],
-        "rollouts": t[1], "tasks": t[2],
-        "reward": {"min": t[3], "max": t[4], "mean": t[5], "std": t[6]},
-        "llm_calls_complete": int(tr[4]), "llm_calls_without_response": int(tr[5]),
-        "orphan_spans": int(tr[0]), "orphans_reattached": int(tr[1]),
-        "agent_calls_repaired": int(tr[2]), "agent_repairs_ambiguous": int(tr[3]),
-        "prompt_messages_restored": int(tr[6]),
-        # calls recorded by several instrumentations, merged into one row (llm_calls.merged_spans)
-        "llm_calls_merged": int(tr[7]), "llm_calls_merged_across_traces": int(tr[8]),
-        # calls whose output has tool calls but whose row has no tool definitions (coverage.missing_tool_schema)
-        "llm_calls_without_tool_schema": int(tr[9]),
-        "rewards_by_source": pairs("SELECT source, count(*) FROM rewards GROUP BY 1 ORDER BY 1"),
-        "air_hits_by_rule": pairs("SELECT name, count(*) FROM rewards WHERE source = 'air' GROUP BY 1 ORDER BY 1"),
-        "reward_mean_by_task": [
-            {"task_id": k, "rollouts": n, "mean": m}
-            for k, n, m in con.execute("""SELECT task_id, count(*), avg(r) FROM _digests GROUP BY task_id
-                                          ORDER BY count(*) DESC, task_id LIMIT 5""").fetchall()
-        ],
+        "rows": int(t["n_rows"]),
+        **r,
+        "rollouts": t["rollouts"], "tasks": t["tasks"],
+        "reward": {"min": t["reward_min"], "max": t["reward_max"], "mean": t["reward_mean"], "std": t["reward_std"]},
+        # orphans, agent repairs, restored prompts; calls recorded by several instrumentations, merged into one
+        # row (llm_calls.merged_spans); calls with tool calls but no tool definitions (coverage.missing_tool_schema)
+        **tr,
+        "rewards_by_source": pairs("SELECT source AS k, count(*) AS n FROM rewards GROUP BY 1 ORDER BY 1"),
+        "air_hits_by_rule": pairs("SELECT name AS k, count(*) AS n FROM rewards WHERE source = 'air' GROUP BY 1 ORDER BY 1"),
+        "reward_mean_by_task": rows(con, read_sql("summary/reward_mean_by_task")),
         "feedback_unknown_keys": len(unknown),
-        "feedback_unknown": [u[0] for u in unknown[:20]],
-        "min_time_ns": times[0], "max_time_ns": times[1],
-        "llm_calls": one("SELECT count(*) FROM llm_calls")[0],
+        "feedback_unknown": unknown[:20],
+        "min_time_ns": times["lo"], "max_time_ns": times["hi"],
+        "llm_calls": one(con, "SELECT count(*) AS n FROM llm_calls")["n"],
         "content_coverage": content_coverage(con),
         "advantage": advantage_stats(con),
         "stage2": plan_stats(plan),
@@ -90,24 +73,8 @@ def waiting_stats(con: duckdb.DuckDBPyConnection, settle_s: float | None,
     clocks = [v[2] for v in ((state or {}).get("lake") or {}).values() if len(v) > 2 and v[2] is not None]
     now_ns = max(clocks, default=None)
     settle_ns = int((settle_s if settle_s is not None else 600.0) * 1e9)
-    row = con.execute("""
-        WITH incomplete AS (SELECT rollout_id, ended_ns, trace_ids FROM rollouts WHERE NOT complete),
-        orphaned AS (
-            SELECT DISTINCT i.rollout_id
-            FROM (SELECT rollout_id, unnest(trace_ids) AS trace_id FROM incomplete) i JOIN _traces t USING (trace_id)
-            WHERE t.orphan_spans > t.orphans_reattached
-        ),
-        why AS (
-            SELECT i.ended_ns, o.rollout_id IS NOT NULL OR ($now IS NOT NULL AND i.ended_ns + $settle <= $now)
-                       AS unanchored
-            FROM incomplete i LEFT JOIN orphaned o USING (rollout_id)
-        )
-        SELECT count(*) FILTER (WHERE NOT unanchored), max(ended_ns) FILTER (WHERE NOT unanchored) + $settle,
-               count(*) FILTER (WHERE unanchored),
-               (SELECT count(*) FROM rollouts WHERE complete AND n_llm_calls = 0)
-        FROM why""", {"now": now_ns, "settle": settle_ns}).fetchall()[0]
-    return {"rollouts_settling": row[0], "settles_at_ns": row[1], "rollouts_unanchored": row[2],
-            "rollouts_complete_without_llm_calls": row[3], "settle_s": settle_ns / 1e9, "lake_clock_ns": now_ns}
+    return {**one(con, read_sql("summary/waiting"), {"now": now_ns, "settle": settle_ns}),
+            "settle_s": settle_ns / 1e9, "lake_clock_ns": now_ns}
 
 
 def plan_stats(plan: Plan) -> dict[str, Any]:
@@ -123,15 +90,8 @@ MAX_KEYS = 40  # attribute keys listed per scope in the manifest (flattened mess
 def content_coverage(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Per instrumentation scope: LLM calls without input / output content (the stored ``coverage``
     rows of every segment), with what their spans carried."""
-    rows = con.execute("""
-        SELECT scope_name, scope_version, count(*) FILTER (WHERE missing_input),
-               count(*) FILTER (WHERE missing_output), list_sort(list_distinct(list(convention))),
-               list_sort(list_distinct(flatten(list(attribute_keys)))), list_sort(list_distinct(flatten(list(event_names))))
-        FROM coverage WHERE missing_input OR missing_output
-        GROUP BY ALL ORDER BY count(*) DESC, scope_name NULLS LAST, scope_version NULLS LAST""").fetchall()
-    return [{"scope_name": s, "scope_version": v, "without_input": n_in, "without_output": n_out,
-             "conventions": conv, "attribute_keys": keys[:MAX_KEYS], "event_names": events}
-            for s, v, n_in, n_out, conv, keys, events in rows]
+    return [{**g, "attribute_keys": g["attribute_keys"][:MAX_KEYS]}
+            for g in rows(con, read_sql("summary/content_coverage"))]
 
 
 def _stage2_line(s: dict[str, Any]) -> str:

@@ -1,0 +1,61 @@
+"""Stage 2's step lists (transitions/pipeline.py) say what each step reads, and the runner holds them to it."""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+import pytest
+
+from spanrl.transitions.pipeline import PRIOR_INPUTS, STAGE1, STAGE2_STEPS, TRANSITION_STEPS, Step, run_steps
+from spanrl.transitions.sqlfiles import read_sql
+
+# Registered before the steps run: stage 1's relations, the feedback rows and priors, the bound AIR rules.
+INPUTS = {*STAGE1, *PRIOR_INPUTS, "_feedback", "_air_rules"}
+STEPS = STAGE2_STEPS + TRANSITION_STEPS
+KNOWN = INPUTS | {s.creates for s in STEPS}
+
+
+def _relations_read(sql: str) -> set[str]:
+    """The known relations a SELECT names after FROM / JOIN (comments left out)."""
+    text = "\n".join(line.split("--")[0] for line in sql.splitlines())
+    return {m.lower() for m in re.findall(r"\b(?:from|join)\s+([a-z_][a-z0-9_]*)", text, re.IGNORECASE)} & KNOWN
+
+
+@pytest.mark.parametrize("step", [s for s in STEPS if s.sql], ids=lambda s: f"{s.creates}:{s.sql}")
+def test_each_step_reads_what_it_declares(step: Step) -> None:
+    assert _relations_read(read_sql(step.sql)) == set(step.reads), f"{step.sql}.sql: fix Step.reads in pipeline.py"
+
+
+def test_generated_steps_read_what_they_declare() -> None:
+    air = next(s for s in STAGE2_STEPS if s.creates == "_air_rule_hits")
+    assert _relations_read(read_sql("rewards/_air_rule_hits")) == set(air.reads)
+
+
+def test_every_input_is_made_by_an_earlier_step() -> None:
+    made = set(INPUTS)
+    for step in STEPS:
+        assert set(step.reads) <= made, f"{step.creates} reads {set(step.reads) - made} before any step makes it"
+        made.add(step.creates)
+    assert step.kind in ("table", "view", "heavy") and all(s.kind in ("table", "view", "heavy") for s in STEPS)
+
+
+def test_runner_names_the_step_whose_input_is_missing() -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE spans AS SELECT 1 AS x")  # llm_calls never made
+    with pytest.raises(RuntimeError, match=r"'_span_tree' reads llm_calls"):
+        run_steps(con, STAGE2_STEPS, materialize=True)
+
+
+def test_runner_creates_tables_or_views_in_order() -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE a AS SELECT 1 AS x")
+    steps = [Step("_b", ("a",), None, "table"), Step("_c", ("_b",), None, "heavy")]
+    bodies = {"_b": lambda: ("SELECT x + $k AS x FROM a", {"k": 1}), "_c": lambda: ("SELECT x * 2 AS x FROM _b", None)}
+    run_steps(con, steps, materialize=True, generated=bodies)
+    kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables").fetchall())
+    assert kinds["_b"] == kinds["_c"] == "LOCAL TEMPORARY"  # tables (bound values: a table step only)
+    assert con.execute("SELECT x FROM _c").fetchall() == [(4,)]
+    run_steps(con, steps, materialize=False, generated=bodies)  # the table becomes a view (dropped first)
+    kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables").fetchall())
+    assert kinds["_b"] == "LOCAL TEMPORARY" and kinds["_c"] == "VIEW"
