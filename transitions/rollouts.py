@@ -135,7 +135,7 @@ def _materialize_stage1(con: duckdb.DuckDBPyConnection, cfg: BuildConfig) -> lis
 
     Temp objects shadow main ones, also inside other views, so tool_calls (which reads llm_calls)
     and every stage-2 object reuse these rows instead of re-running the convention SQL each time.
-    A relation already on the connection (a view of ``views.connect``, or rows of a hand-built test
+    A relation already on the connection (a view of ``ingest.lake.open_readable``, or rows of a hand-built test
     lake) is copied; one that is not (the builder's ``connect(call_views=False)``) is created
     straight from its SQL file, binding that SQL once, over the conventions some span of ``spans``
     uses (``ingest.lake.register_llm_calls``: on GenAI-only traffic the other nine cost nothing).
