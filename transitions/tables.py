@@ -273,14 +273,14 @@ def _as_map(files: Any) -> dict[str, list[Any]]:
 
 def register_build_views(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any]) -> None:
     """Views over every segment of ``state`` (rollouts, _traces, _digests, coverage, llm_calls, rewards with
-    the whole-lake feedback rows, _feedback_detail, _rollout_rewards): what the summary and the snapshot read."""
+    the whole-lake feedback rows, _feedback_detail; ``sql/tables/``): what the summary and the snapshot read
+    (``_rollout_rewards`` is the snapshot's own step, ``pipeline.SNAPSHOT_STEPS``)."""
     for name, table in (("rollouts", "rollouts"), ("_traces", "_traces"), ("_digests", "digests"),
                         ("coverage", "coverage"), ("llm_calls", "llm_calls"), ("segment_rewards", "rewards")):
         over_files(con, f"tables/{name}", [str(p) for p in segment_files(data, state, table)])
     for name, table in (("rewards", "feedback_rewards"), ("_feedback_detail", "_feedback_detail")):
         path = global_file(data, state, table)
         over_files(con, f"tables/{name}", [str(path)] if path else [])
-    con.execute(read_sql("tables/_rollout_rewards"))
 
 
 def over_files(con: duckdb.DuckDBPyConnection, name: str, files: list[str]) -> None:
