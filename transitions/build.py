@@ -50,7 +50,7 @@ from spanrl.transitions.incremental import (
     restrict_lake,
     traces_table_sql,
 )
-from spanrl.transitions.pipeline import TRANSITION_STEPS, run_steps
+from spanrl.transitions.pipeline import SNAPSHOT_STEPS, TRANSITION_STEPS, run_steps
 from spanrl.transitions.rollouts import register_stage2, set_variables
 from spanrl.transitions.snapshot import (
     clean_stale_drafts,
@@ -312,8 +312,7 @@ def _air_totals(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any
     body = (f"SELECT * FROM read_parquet({sql_literal(parts)})" if parts
             else "SELECT NULL::VARCHAR AS rollout_id, NULL::INTEGER AS step, NULL::DOUBLE AS step_reward WHERE false")
     con.execute(f"CREATE OR REPLACE TEMP VIEW transition_rows AS {body}")
-    con.execute("CREATE OR REPLACE TEMP TABLE _rollout_air AS " + read_sql("snapshot/rollout_air"))
-    con.execute("CREATE OR REPLACE VIEW _rollout_rewards AS " + read_sql("snapshot/_rollout_rewards"))
+    run_steps(con, SNAPSHOT_STEPS, materialize=True)
 
 
 def _count(con: duckdb.DuckDBPyConnection, parquet: Path) -> int:

@@ -78,6 +78,14 @@ TRANSITION_STEPS: list[Step] = [
     Step("transition_rows", ("transitions",), "snapshot/transition_rows", "view"),
 ]
 
+# The snapshot's per-rollout AIR totals (build.py, on the snapshot's own connection, where
+# ``transition_rows`` reads every segment's stored rows and ``_digests`` is tables.register_build_views'):
+# what credit ``air`` puts into the group statistics.
+SNAPSHOT_STEPS: list[Step] = [
+    Step("_rollout_air", ("transition_rows",), "snapshot/rollout_air", "table"),
+    Step("_rollout_rewards", ("_digests", "_rollout_air"), "snapshot/_rollout_rewards", "view"),
+]
+
 Generated = Callable[[], tuple[str, Mapping[str, Any] | None]]
 
 

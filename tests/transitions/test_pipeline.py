@@ -7,12 +7,20 @@ import re
 import duckdb
 import pytest
 
-from spanrl.transitions.pipeline import PRIOR_INPUTS, STAGE1, STAGE2_STEPS, TRANSITION_STEPS, Step, run_steps
+from spanrl.transitions.pipeline import (
+    PRIOR_INPUTS,
+    SNAPSHOT_STEPS,
+    STAGE1,
+    STAGE2_STEPS,
+    TRANSITION_STEPS,
+    Step,
+    run_steps,
+)
 from spanrl.transitions.sqlfiles import read_sql
 
 # Registered before the steps run: stage 1's relations, the feedback rows and priors, the bound AIR rules.
-INPUTS = {*STAGE1, *PRIOR_INPUTS, "_feedback", "_air_rules"}
-STEPS = STAGE2_STEPS + TRANSITION_STEPS
+INPUTS = {*STAGE1, *PRIOR_INPUTS, "_feedback", "_air_rules", "_digests"}
+STEPS = STAGE2_STEPS + TRANSITION_STEPS + SNAPSHOT_STEPS  # the snapshot's transition_rows: every segment's rows
 KNOWN = INPUTS | {s.creates for s in STEPS}
 
 
