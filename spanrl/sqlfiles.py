@@ -86,7 +86,9 @@ class SqlFiles:
 
     def render(self, name: str, **literals: str | Path | list) -> str:
         """``read`` with each ``${key}`` replaced by ``sql_literal(value)``; nothing else is pasted."""
-        text = self.read(name)
+        # comment lines (the header declares the placeholders) are dropped first: a value pasted into a
+        # comment would be live SQL after any newline it carried
+        text = "\n".join(line for line in self.read(name).splitlines() if not line.lstrip().startswith("--"))
         for key, value in literals.items():
             text = text.replace("${" + key + "}", sql_literal(value))
         if "${" in text:
