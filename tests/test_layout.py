@@ -119,6 +119,8 @@ def test_sql_folders_are_listed_as_package_data() -> None:
     folders = {"spanrl." + ".".join(p.relative_to(ROOT).parts)
                for stage in STAGES for p in (ROOT / stage).rglob("*") if p.is_dir() and any(p.glob("*.sql"))}
     assert folders <= packages, f"list these SQL folders in pyproject.toml packages: {sorted(folders - packages)}"
+    data = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"])
+    assert folders <= data, f"list these SQL folders in pyproject.toml package-data (a wheel leaves them out): {sorted(folders - data)}"
 
 
 def test_stage_packages_installed_under_spanrl() -> None:

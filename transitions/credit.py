@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from spanrl.config import default_of
 from spanrl.errors import InputError
-from spanrl.sqlfiles import HEADER, SqlFiles, sql_literal
+from spanrl.sqlfiles import HEADER, SqlFiles, one, sql_literal
 from spanrl.transitions.sqlfiles import read_sql
 
 EPS = 1e-6  # added to the std, as in GRPO: (R - mean) / (std + eps)
@@ -141,10 +141,7 @@ def run_advantages(
 ) -> pa.Table:
     """Both steps over the relation ``transition_rows`` on ``con``, in (rollout_id, step) order."""
     con.execute("CREATE OR REPLACE TEMP VIEW _rollout_air AS " + read_sql("snapshot/rollout_air"))
-    con.execute("""CREATE OR REPLACE TEMP VIEW _rollout_rewards AS
-                   SELECT rollout_id, any_value(task_id) AS task_id, any_value(final_reward) AS r,
-                          any_value(a.s) AS s, any_value(a.n) AS n
-                   FROM transition_rows JOIN _rollout_air a USING (rollout_id) GROUP BY rollout_id""")
+    con.execute("CREATE OR REPLACE TEMP VIEW _rollout_rewards AS " + read_sql("advantages/_rollout_rewards"))
     create_rollout_advantages(con, advantage, eps)
     return apply_advantages(con, {"credit": credit, "gamma": gamma, **knobs})
 
@@ -256,14 +253,6 @@ def _literal(value: Any) -> str:
 def advantage_stats(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """Group bookkeeping over ``_rollout_rewards`` (rollout_id, task_id, r): tasks with one rollout,
     zero-variance groups."""
-    row = con.execute(
-        """
-        WITH per AS (SELECT rollout_id, task_id, coalesce(r, 0) AS r FROM _rollout_rewards),
-             t AS (SELECT task_id, count(*) AS n, coalesce(stddev_samp(r), 0) AS sd FROM per GROUP BY task_id)
-        SELECT count(*) FILTER (WHERE n > 1 AND task_id IS NOT NULL) AS groups,
-               count(*) FILTER (WHERE n > 1 AND task_id IS NOT NULL AND sd < 1e-12) AS zero_variance_groups,
-               coalesce(sum(n) FILTER (WHERE n = 1 OR task_id IS NULL), 0) AS batch_fallback_rollouts
-        FROM t
-        """
-    ).fetchall()[0]
-    return {"groups": row[0], "zero_variance_groups": row[1], "batch_fallback_rollouts": int(row[2])}
+    row = one(con, read_sql("advantages/advantage_stats"))
+    return {"groups": row["groups"], "zero_variance_groups": row["zero_variance_groups"],
+            "batch_fallback_rollouts": int(row["batch_fallback_rollouts"])}
