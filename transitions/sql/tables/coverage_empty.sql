@@ -1,7 +1,8 @@
 -- name: coverage_empty
--- coverage when no segment holds any: the columns the summary reads, no rows.
+-- coverage when no segment holds any: every column of a segment's coverage, no rows.
 CREATE TABLE coverage AS
-SELECT NULL::VARCHAR AS scope_name, NULL::VARCHAR AS scope_version, NULL::BOOLEAN AS missing_input,
-       NULL::BOOLEAN AS missing_output, NULL::BOOLEAN AS missing_tool_schema, NULL::VARCHAR AS convention,
-       []::VARCHAR[] AS attribute_keys, []::VARCHAR[] AS event_names
+SELECT NULL::VARCHAR AS trace_id, NULL::VARCHAR AS span_id, NULL::VARCHAR AS span_name,
+       NULL::VARCHAR AS convention, NULL::VARCHAR AS scope_name, NULL::VARCHAR AS scope_version,
+       NULL::BOOLEAN AS missing_input, NULL::BOOLEAN AS missing_output, NULL::BOOLEAN AS missing_tool_schema,
+       NULL::VARCHAR[] AS attribute_keys, NULL::VARCHAR[] AS event_names
 WHERE false

@@ -1,6 +1,8 @@
 -- name: rollouts_empty
--- rollouts when no segment holds any: the columns the summary and the snapshot read, no rows.
+-- rollouts when no segment holds any (a lake with no trace yet): every column of a segment's rollouts, no rows.
 CREATE TABLE rollouts AS
-SELECT NULL::VARCHAR AS rollout_id, NULL::BOOLEAN AS complete, NULL::DOUBLE AS final_reward,
-       NULL::BIGINT AS started_ns, NULL::BIGINT AS ended_ns
+SELECT NULL::VARCHAR AS rollout_id, NULL::VARCHAR AS task_id, NULL::VARCHAR[] AS trace_ids,
+       NULL::VARCHAR[] AS agent_names, NULL::BIGINT AS n_llm_calls, NULL::BIGINT AS n_tool_calls,
+       NULL::BIGINT AS n_errors, NULL::DOUBLE AS final_reward, NULL::BIGINT AS started_ns,
+       NULL::BIGINT AS ended_ns, NULL::BOOLEAN AS complete
 WHERE false
