@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from spanrl.config import CONFIG_NAME as CONFIG_FILE  # the data root's optional config
 from spanrl.publish import POINTER, read_pointer
 
 # the data root's folders (docs/architecture.md, "The data root")
@@ -34,7 +35,6 @@ FILE_STATE = "_files.parquet"  # lake/: which span files were ingested (ingest/s
 TRAINING_STATE = "training_state.json"  # adapters/<id>/: the resolved config, parent, snapshot (trainer/adapter.py)
 ADAPTER_CONFIG = "adapter_config.json"  # adapters/<id>/: PEFT's own, what makes a folder an adapter
 CYCLE_LOG = "cycles.jsonl"  # adapters/ (trainer/adapter.py) and demo/ (demo/loop.py): one line per finished cycle
-CONFIG_FILE = "spanrl.toml"  # the data root's optional config
 
 
 def lake_dir(data: Path | str) -> Path:

@@ -147,3 +147,12 @@ def test_later_stages_use_the_stage1_api() -> None:
                 bad.append(f"{path.relative_to(ROOT)} imports {imported}: import it from spanrl.ingest.lake "
                            "(add it there if it is missing)")
     assert not bad, "\n".join(sorted(bad))
+
+
+def test_one_module_reads_spanrl_toml() -> None:
+    """docs/architecture.md, Configuration: spanrl.config parses the file; every other module asks it."""
+    readers = sorted(str(p.relative_to(ROOT)) for p in _modules().values()
+                     if "tomllib" in {a.name for node in ast.walk(ast.parse(p.read_text()))
+                                      if isinstance(node, (ast.Import, ast.ImportFrom))
+                                      for a in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])})
+    assert readers == ["spanrl/config.py"], f"only spanrl/config.py may parse TOML: {readers}"
