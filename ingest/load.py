@@ -26,6 +26,7 @@ from spanrl.ingest.config import LakeConfig, describe_config_file
 from spanrl.ingest.decode import decode_to_json_lines
 from spanrl.ingest.housekeeping import finish_interrupted
 from spanrl.ingest.lakeio import PARQUET_OPTIONS, lake_lock  # lake_lock: imported from here by later stages
+from spanrl.ingest.objects import is_object_url, plan_objects
 from spanrl.ingest.scan import (
     REJECTS_SCHEMA,
     FileStateError,
@@ -258,7 +259,7 @@ def _file_record(item: SpanFile, spans: int, logs: int, now: datetime) -> dict:
     return {"path": str(item.path), "size": item.size, "fingerprint": item.fingerprint, "fp_len": item.fp_len,
             "format": item.fmt, "signal": item.signal, "active": item.active, "offset": item.end,
             "rows": item.prior_rows + spans + logs, "rejects": len(item.rejects),
-            "status": "active" if item.active else "closed", "ingested_at": now}
+            "status": "active" if item.active else "closed", "ingested_at": now, **item.record_overrides}
 
 
 def load_lake(cfg: LakeConfig, on_progress: Callable[[SpanFile, int], None] | None = None,
@@ -275,7 +276,10 @@ def _load_lake(cfg: LakeConfig, on_progress: Callable[[SpanFile, int], None] | N
     summary = LakeSummary()
     summary.warnings += finish_interrupted(lake)  # a compaction or prune a crash cut short
     state = recover_file_state(lake, summary.warnings)
-    plan = plan_files(list_input_files(cfg.data, cfg.input), state, summary.warnings)
+    if is_object_url(cfg.input):
+        plan = plan_objects(cfg.input, lake, state, summary.warnings)
+    else:
+        plan = plan_files(list_input_files(cfg.data, cfg.input), state, summary.warnings)
     try:
         if on_plan:
             on_plan(plan)

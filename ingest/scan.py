@@ -80,6 +80,8 @@ class SpanFile:
     rejects: list[Reject] = field(default_factory=list)
     inode: tuple[int, int] = (0, 0)  # (st_dev, st_ino) of the file the plan was made from
     fd: int | None = field(default=None, repr=False, compare=False)  # held open from plan to read
+    # what the lake manifest records instead (an S3 object: its URL, size and version; ingest/objects.py)
+    record_overrides: dict = field(default_factory=dict)
 
 
 class FileStateError(Exception):
