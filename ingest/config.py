@@ -53,7 +53,8 @@ class RunConfig:
 class LakeConfig(RunConfig):
     """Stage 1: which span files to read, and how many days of lake to keep."""
 
-    input: str | None = knob(None, "Glob of span files to read (default: DATA/otel/*).")
+    input: str | None = knob(None, "Glob or folder of span files (default: DATA/otel/*), or s3://BUCKET/PREFIX/ "
+                              "for objects the collector's awss3exporter wrote (docs/object-storage.md).")
     # housekeeping: what a run deletes afterwards, never which rows it makes (see HOUSEKEEPING_KEYS)
     keep_days: int | None = knob(None, "After stage 1: drop lake date partitions older than the newest one minus "
                                  "N days; spanrl.toml keep_days.", metavar="N")

@@ -93,6 +93,9 @@ def list_objects(url: str, store, warnings: list[str]) -> list:  # noqa: ANN001
     except OSError as exc:
         raise InputError(f"--input {url}: cannot list the bucket ({exc}); check AWS_ENDPOINT_URL, the bucket "
                          "name and the credentials") from None
+    if not infos and store.get_file_info(bucket).type == fs.FileType.NotFound:
+        raise InputError(f"--input {url}: no bucket {bucket!r} at this endpoint; check the bucket name and "
+                         "AWS_ENDPOINT_URL / AWS_REGION")
     files = sorted((i for i in infos if i.type == fs.FileType.File and i.size), key=lambda i: i.path)
     keep = [i for i in files if _OBJECT_NAME.search(i.path.rsplit("/", 1)[-1])]
     other = [i.path for i in files if not _OBJECT_NAME.search(i.path.rsplit("/", 1)[-1])]

@@ -144,6 +144,15 @@ def test_corrupt_gzip_object_is_a_reject_naming_the_key(tmp_path, bucket) -> Non
     assert ingest(tmp_path, input=f"s3://{name}/otel").files == 0  # recorded: not re-read every night
 
 
+def test_an_unknown_bucket_is_exit_2_and_an_empty_prefix_is_no_new_data(tmp_path, bucket) -> None:
+    name, _ = bucket
+    runner = CliRunner()
+    missing = runner.invoke(cli, ["ingest", "--data", str(tmp_path / "d"), "--input", f"s3://{name}x/otel/",
+                                  "--no-transitions"])
+    assert missing.exit_code == 2 and f"no bucket '{name}x'" in missing.output
+    assert ingest(tmp_path, input=f"s3://{name}/otel/").files == 0  # the collector has written nothing yet
+
+
 @pytest.mark.parametrize(("drop", "names"), [
     (["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"], ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]),
     (["AWS_ENDPOINT_URL", "AWS_REGION"], ["AWS_ENDPOINT_URL", "AWS_REGION"]),
