@@ -38,6 +38,7 @@ COMMANDS = {
     "report": "spanrl.demo.cli:report",
     "tasks": "spanrl.rollout.cli:tasks",
     "rollout": "spanrl.rollout.cli:rollout",
+    "eval": "spanrl.evaluate.cli:evaluate",
     "judge": "spanrl.judge.cli:judge",
     "export": "spanrl.export.cli:export",
     "ui": "spanrl.ui.cli:ui",

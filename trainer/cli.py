@@ -105,8 +105,10 @@ def adapters_list(data: Path, out: Path | None) -> None:
 @adapters.command("promote")
 @data_option
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Adapters root (default DATA/adapters).")
+@click.option("--if-better", "if_better", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="Promote only if this `spanrl eval` eval.json's verdict for CYCLE_ID vs its baseline is better.")
 @click.argument("cycle_id")
-def adapters_promote(data: Path, out: Path | None, cycle_id: str) -> None:
+def adapters_promote(data: Path, out: Path | None, cycle_id: str, if_better: Path | None) -> None:
     """Make adapter CYCLE_ID adapters/LATEST: promote a candidate, or roll back to an older adapter.
 
     `spanrl serve --adapter LATEST` loads it between batches; the next `spanrl train` continues it.
@@ -117,6 +119,11 @@ def adapters_promote(data: Path, out: Path | None, cycle_id: str) -> None:
     """
     from spanrl.trainer.adapter import adapters_dir, promote_adapter
 
+    if if_better is not None:  # promotion on evidence (docs/eval.md): refuses unless the verdict is "better"
+        from spanrl.trainer.evidence import check_better
+
+        comp = check_better(if_better, cycle_id)
+        click.echo(f"{cycle_id} is better than {comp['baseline']}: {comp['diff']:+.3f} {comp['ci']}")
     folder = promote_adapter(out or adapters_dir(data), cycle_id)
     click.echo(f"adapters/LATEST -> {folder}")
 

@@ -1,0 +1,56 @@
+"""``spanrl eval``: is policy B better than policy A on these tasks, by more than noise?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from spanrl.options import data_option, parse_duration
+
+WORSE_EXIT = 1  # --fail-if-worse and a policy is worse than the first
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@data_option
+@click.option("--tasks", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="JSON lines: input (text), optional task_id and expected (as for `spanrl rollout`).")
+@click.option("--policy", "policies", required=True, multiple=True,
+              help="An OpenAI-compatible /v1 URL, or NAME=URL to name it (e.g. the adapter id it serves); "
+                   "repeat: the first is the baseline.")
+@click.option("--n", default=4, show_default=True, type=int, help="Samples per task and policy.")
+@click.option("--score", required=True, help='Scorer command: {"task", "output"} JSON on stdin, prints a number.')
+@click.option("--out", default=Path("spanrl-eval"), show_default=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for eval.json and report.png.")
+@click.option("--level", default=0.95, show_default=True, type=float, help="Confidence level of the intervals.")
+@click.option("--concurrency", default=8, show_default=True, type=int, help="Agent processes at once.")
+@click.option("--timeout", default="120s", show_default=True, help="Per attempt.")
+@click.option("--fail-if-worse", is_flag=True, help=f"Exit {WORSE_EXIT} when any policy is worse than the first.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def evaluate(data: Path, tasks: Path, policies: tuple[str, ...], n: int, score: str, out: Path, level: float,
+             concurrency: int, timeout: str, fail_if_worse: bool, command: tuple[str, ...]) -> None:
+    """Run the agent on every task N times per policy (through `spanrl rollout`), score it, and report
+    each policy's mean reward with an interval and, per policy vs the first, the paired difference over
+    tasks with a seeded bootstrap interval and a verdict: better / worse / no detectable difference.
+
+    \b
+    Example (the current server vs a candidate's):
+      spanrl eval --tasks heldout.jsonl --n 4 --policy http://127.0.0.1:8000/v1 \\
+          --policy 0004-20261122T030747Z=http://127.0.0.1:8001/v1 --score "python score.py" -- python agent.py {input}
+    """
+    from rich.console import Console
+
+    from spanrl.evaluate.report import print_table, write_png
+    from spanrl.evaluate.run import EvalConfig
+    from spanrl.evaluate.run import evaluate as run_eval
+    from spanrl.rollout.cli import _run_with_progress
+
+    cfg = EvalConfig(tasks=tasks, policies=list(policies), command=list(command), score=score, n=n, data=data,
+                     out=out, level=level, concurrency=concurrency, timeout_s=parse_duration(timeout))
+    doc = run_eval(cfg, run=_run_with_progress)
+    print_table(doc, Console())
+    png = write_png(doc, out / "report.png")
+    click.echo(f"{out / 'eval.json'}, {png}")
+    if fail_if_worse and any(c["verdict"] == "worse" for c in doc["comparisons"]):
+        click.echo("spanrl eval: a policy is worse than the baseline (--fail-if-worse)", err=True)
+        click.get_current_context().exit(WORSE_EXIT)

@@ -1,0 +1,108 @@
+"""``spanrl eval``'s run: each policy through the rollout runner on the same tasks, then statistics.
+
+Each policy is one ``spanrl rollout`` run (run id ``eval-...``, resumable like any run) whose agents
+get ``spanrl.rollout.purpose=eval`` in OTEL_RESOURCE_ATTRIBUTES, so their spans are tagged as
+evaluation in the lake. Rewards are the scorer's numbers the runner records per attempt.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from spanrl.errors import InputError
+from spanrl.evaluate.stats import compare, summarize_policy
+from spanrl.rollout.config import RolloutConfig
+from spanrl.rollout.runner import RunSummary, resolve_run_id, run_rollouts
+from spanrl.rollout.runs import OK, RunLog
+
+PURPOSE = "spanrl.rollout.purpose=eval"  # resource attribute on every evaluation agent span
+RESAMPLES, SEED = 10_000, 0
+
+
+@dataclass
+class EvalConfig:
+    """What ``spanrl eval`` was asked; recorded in eval.json."""
+
+    tasks: Path
+    policies: list[str]
+    command: list[str]
+    score: str
+    n: int = 4
+    data: Path = Path("spanrl-data")
+    out: Path = Path("spanrl-eval")
+    level: float = 0.95
+    concurrency: int = 8
+    timeout_s: float = 120.0
+    env: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.policies) < 1:
+            raise InputError("give at least one --policy (the first is the baseline the others are compared to)")
+        if len(set(self.policies)) != len(self.policies):
+            raise InputError("each --policy once: a policy compared with itself tells nothing")
+        if not 0.5 <= self.level < 1.0:
+            raise InputError(f"--level {self.level}: use a confidence level such as 0.95")
+
+
+def split_policy(policy: str) -> tuple[str, str]:
+    """``NAME=URL`` -> (NAME, URL), e.g. ``0004-2026...=http://127.0.0.1:8001/v1`` so eval.json names the
+    adapter id that ``spanrl adapters promote ID --if-better`` looks for; a bare URL is its own name."""
+    name, sep, url = policy.partition("=")
+    return (name, url) if sep and "://" not in name else (policy, policy)
+
+
+def rollout_config(cfg: EvalConfig, policy: str) -> RolloutConfig:
+    """The runner's options for one policy: a URL is ``--policy-url``; anything else is not wired yet."""
+    policy = split_policy(policy)[1]
+    if not policy.startswith(("http://", "https://")):
+        raise InputError(f"--policy {policy!r}: give an OpenAI-compatible /v1 URL; to evaluate an adapter id or "
+                         "LATEST start `spanrl serve --model BASE --adapter ID` and pass its URL")
+    attrs = ",".join(a for a in (cfg.env.get("OTEL_RESOURCE_ATTRIBUTES"), PURPOSE) if a)
+    rc = RolloutConfig(tasks=cfg.tasks, n=cfg.n, command=list(cfg.command), data=cfg.data, policy_url=policy,
+                       concurrency=cfg.concurrency, timeout_s=cfg.timeout_s, score=cfg.score, adapter_id=policy,
+                       env={**cfg.env, "OTEL_RESOURCE_ATTRIBUTES": attrs})
+    rc.run_id = ("eval-" + resolve_run_id(rc))[:64]
+    return rc
+
+
+def sample_rewards(data: Path, run_id: str) -> dict[str, list[float]]:
+    """Task id -> the scored rewards of its successful samples (the last attempt of each sample)."""
+    last: dict[tuple[str, int], float] = {}
+    for e in RunLog(data, run_id).events:
+        if e.get("event") == "end" and e.get("status") == OK and e.get("score") is not None:
+            last[(e["task_id"], e["sample"])] = float(e["score"])
+    out: dict[str, list[float]] = defaultdict(list)
+    for (task, _), value in sorted(last.items()):
+        out[task].append(value)
+    return dict(out)
+
+
+def evaluate(cfg: EvalConfig, run=run_rollouts) -> dict[str, object]:  # noqa: ANN001 - the runner, swappable
+    """Run every policy, compute the statistics, write ``OUT/eval.json``; returns its content."""
+    runs: dict[str, RunSummary] = {}
+    rewards: dict[str, dict[str, list[float]]] = {}
+    names = [split_policy(p)[0] for p in cfg.policies]
+    if len(set(names)) != len(names):
+        raise InputError(f"--policy names repeat ({', '.join(names)}): give each policy its own NAME=URL")
+    for policy, name in zip(cfg.policies, names, strict=True):
+        rc = rollout_config(cfg, policy)
+        runs[name] = run(rc)
+        rewards[name] = sample_rewards(cfg.data, rc.run_id or "")
+        if not rewards[name]:
+            raise InputError(f"--policy {policy}: no scored sample (run {rc.run_id}); see the failures above and "
+                             f"{cfg.data / 'runs' / (rc.run_id or '')}/logs")
+    base = names[0]
+    doc = {
+        "config": {**{k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items() if k != "env"},
+                   "resamples": RESAMPLES, "seed": SEED, "baseline": base},
+        "policies": {p: {"run_id": runs[p].run_id, "rewards": rewards[p],
+                         **summarize_policy(rewards[p], cfg.level, RESAMPLES, SEED)} for p in names},
+        "comparisons": [{"baseline": base, "candidate": p, **compare(rewards[base], rewards[p], cfg.level, RESAMPLES,
+                                                                     SEED)} for p in names[1:]],
+    }
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    (cfg.out / "eval.json").write_text(json.dumps(doc, indent=2) + "\n")
+    return doc
