@@ -73,6 +73,13 @@ async def headers_middleware(request: web.Request, handler: Any) -> web.StreamRe
         response = await handler(request)
     except pages.NotFound as exc:
         response = render(request, "error.html", status=404, message=str(exc))
+    except web.HTTPNotFound:
+        # an unknown route: the styled page with the navigation, not aiohttp's bare "404: Not Found"
+        if request.path.startswith("/api/"):
+            response = web.json_response({"error": f"no such endpoint: {request.path}"}, status=404)
+        else:
+            response = render(request, "error.html", status=404,
+                              message=f"No page at {request.path}. Use the navigation above.")
     except InputError as exc:
         if request.path.startswith("/api/"):
             response = web.json_response({"error": str(exc)}, status=400)

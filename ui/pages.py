@@ -155,7 +155,13 @@ def rollout_view(lake: Lake, rollout_id: str, snapshot: str | None = None) -> di
         s["attributes_pretty"] = _pretty(s["attributes"])
         s["events_pretty"] = _pretty(s["events"]) if s["events"] not in (None, "[]") else ""
     air_by_call: dict[str, list[dict]] = {}
+    span_ids = {s["span_id"] for s in ordered}
     for r in rewards:
+        # an explicit reward hangs on any span (often the agent's root), an AIR hit on an LLM call:
+        # link to the call when it is one, else to the raw span, else to nothing (no dead anchor)
+        t = r["target_span_id"]
+        r["target_anchor"] = f"call-{t}" if t in calls else f"span-{t}" if t in span_ids else None
+        r["span_anchor"] = f"span-{r['span_id']}" if r["span_id"] in span_ids else None
         if r["source"] == "air" and r["target_span_id"]:
             air_by_call.setdefault(r["target_span_id"], []).append(r)
     call_list = []
