@@ -93,7 +93,7 @@ def evaluate(cfg: EvalConfig, run=run_rollouts) -> dict[str, object]:  # noqa: A
         rewards[name] = sample_rewards(cfg.data, rc.run_id or "")
         if not rewards[name]:
             raise InputError(f"--policy {policy}: no scored sample (run {rc.run_id}); see the failures above and "
-                             f"{cfg.data / 'runs' / (rc.run_id or '')}/logs")
+                             f"{runs[name].run_dir}/logs")
     base = names[0]
     doc = {
         "config": {**{k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items() if k != "env"},
