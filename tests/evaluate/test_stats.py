@@ -63,3 +63,21 @@ def test_pairing_finds_a_small_consistent_gain_that_unpaired_intervals_miss() ->
 def test_no_common_task_is_an_error() -> None:
     with pytest.raises(ValueError, match="share no scored task"):
         compare({"a": [1.0]}, {"b": [1.0]}, 0.95, 100, 0)
+
+
+def test_policy_names_and_refusals(tmp_path) -> None:
+    from spanrl.errors import InputError
+    from spanrl.evaluate.run import EvalConfig, evaluate, rollout_config, split_policy
+
+    assert split_policy("0004-x=http://h:1/v1") == ("0004-x", "http://h:1/v1")
+    assert split_policy("http://h:1/v1?a=b") == ("http://h:1/v1?a=b", "http://h:1/v1?a=b")
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text('{"input": "x"}\n')
+    cfg = EvalConfig(tasks=tasks, policies=["LATEST"], command=["agent"], score="s", data=tmp_path / "d")
+    with pytest.raises(InputError, match="spanrl serve"):
+        rollout_config(cfg, "LATEST")
+    rc = rollout_config(cfg, "a=http://h:1/v1")
+    assert rc.run_id.startswith("eval-") and "spanrl.rollout.purpose=eval" in rc.env["OTEL_RESOURCE_ATTRIBUTES"]
+    with pytest.raises(InputError, match="repeat"):
+        evaluate(EvalConfig(tasks=tasks, policies=["a=http://h:1/v1", "a=http://h:2/v1"], command=["agent"],
+                            score="s", data=tmp_path / "d"))
