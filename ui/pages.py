@@ -21,6 +21,31 @@ MAX_SPANS = 5000  # spans drawn on one rollout page
 SQL_ROWS = 500  # rows the SQL page shows
 
 
+def _msg_key(m: Any) -> tuple:
+    """What makes two chat messages "the same" across calls: role, text and tool-call ids. A response
+    replayed into the next prompt may differ in representation (null vs empty content, extra keys)."""
+    if not isinstance(m, dict):
+        return ("?", json.dumps(m, sort_keys=True, default=str))
+    content = m.get("content") or ""
+    if not isinstance(content, str):
+        content = json.dumps(content, sort_keys=True, default=str)
+    calls = tuple(c.get("id") or json.dumps(c, sort_keys=True, default=str)
+                  for c in m.get("tool_calls") or [] if isinstance(c, dict))
+    return (m.get("role"), content.strip(), calls, m.get("tool_call_id"))
+
+
+def new_messages(messages: list, previous: list) -> list:
+    """The messages of a prompt that are new since the previous call of the same agent: whatever
+    follows the longest common prefix with that call's prompt plus its response (a conversation view
+    shows each step's delta, not the whole prompt again)."""
+    n = 0
+    for a, b in zip(messages, previous, strict=False):
+        if _msg_key(a) != _msg_key(b):
+            break
+        n += 1
+    return messages[n:]
+
+
 class NotFound(InputError):
     """The URL names a rollout or snapshot that does not exist."""
 
@@ -165,10 +190,16 @@ def rollout_view(lake: Lake, rollout_id: str, snapshot: str | None = None) -> di
         if r["source"] == "air" and r["target_span_id"]:
             air_by_call.setdefault(r["target_span_id"], []).append(r)
     call_list = []
+    seen_by_agent: dict[Any, list] = {}  # per agent: its previous prompt + response
     for i, c in enumerate(sorted(calls.values(), key=lambda c: (c["start_ns"] or 0, c["span_id"]))):
         out = _json(c["output_message"]) or {}
+        messages = _json(c["input_messages"]) or []
+        messages = messages if isinstance(messages, list) else [messages]
+        fresh = new_messages(messages, seen_by_agent.get(c["agent_name"], []))
+        seen_by_agent[c["agent_name"]] = [*messages, out]
         call_list.append({
-            **c, "index": i, "messages": _json(c["input_messages"]) or [], "output": out,
+            **c, "index": i, "messages": messages, "output": out,
+            "new_messages": fresh, "n_repeated": len(messages) - len(fresh),
             "tool_requests": out.get("tool_calls") or [] if isinstance(out, dict) else [],
             "tool_defs": [t.get("function", t).get("name") for t in (_json(c["tools"]) or []) if isinstance(t, dict)],
             "tools_pretty": _pretty(c["tools"]) if c["tools"] else "", "air": air_by_call.get(c["span_id"], []),

@@ -122,7 +122,7 @@ def test_rollout_page_shows_air_hit_and_advantages(lake: Lake) -> None:
 
     async def check(client: TestClient) -> None:
         html = await (await client.get("/rollouts/ui-tool-error")).text()
-        call = html.split(f'id="call-{step["span_id"]}"')[1].split("</details>")[0]
+        call = html.split(f'id="call-{step["span_id"]}"')[1].split("</li>")[0]
         assert "AIR tool_error" in call and "rule <strong>tool_error</strong>" in call
         assert f'advantage <span class="adv">{step["advantage"]:.3f}</span>' in call
         assert f"step reward {step['step_reward']:.3f}" in call

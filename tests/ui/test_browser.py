@@ -109,17 +109,28 @@ def test_click_through(page: Page, server: str, tmp_path: Path) -> None:
     _shot(page, "ui-rollouts.png", tmp_path)
     page.click("text=ui-tool-error")
     expect(page.locator("h1")).to_contain_text("ui-tool-error")
-    call = page.locator("details.call", has_text="AIR tool_error")
+    call = page.locator("li.step", has_text="AIR tool_error")
     expect(call).to_have_count(1)
-    expect(call.locator(".air-hit")).not_to_be_visible()
-    call.locator("summary").click()
-    expect(call.locator(".air-hit")).to_be_visible()
+    expect(call.locator(".air-hit")).to_be_visible()  # inline in the thread, no click needed
     expect(call.locator(".air-hit")).to_contain_text("rule tool_error")
-    expect(call.locator("summary .adv")).to_have_text(ADVANTAGE)
+    expect(call.locator(".step-head .adv")).to_have_text(ADVANTAGE)
     expect(call).to_contain_text("tool run")
+    prompt = call.locator("details.call")
+    expect(prompt.locator(".facts")).not_to_be_visible()
+    prompt.locator("summary").click()
+    expect(prompt.locator(".facts")).to_be_visible()
     expect(page.locator("#timeline .badge.err")).to_have_count(1)
     call.scroll_into_view_if_needed()
     _shot(page, "ui-rollout.png", tmp_path)
+    # deep links open their target (ui.js): an in-page click and a fresh load of a #span-… URL
+    raw = call.locator(".toolrun a").first
+    span_id = raw.get_attribute("href").removeprefix("#")
+    raw.click()
+    expect(page.locator(f"details#{span_id}")).to_have_attribute("open", "")
+    page.goto(f"{page.url.split('#')[0]}#{span_id}")
+    page.reload()
+    expect(page.locator(f"details#{span_id}")).to_have_attribute("open", "")
+    expect(page.locator(f"details#{span_id} pre").first).to_be_in_viewport()
 
     page.click("nav >> text=Training cycles")
     chart = page.locator("#charts svg.chart").first

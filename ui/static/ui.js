@@ -27,3 +27,20 @@
   }
   setTimeout(poll, 300);
 })();
+
+// Deep links (#call-…, #span-…): open the target and every <details> around it, then scroll to it,
+// on load and whenever the fragment changes (a click on an in-page link).
+(function () {
+  function reveal() {
+    const id = decodeURIComponent(window.location.hash.slice(1));
+    const target = id && document.getElementById(id);
+    if (!target) return;
+    for (let el = target; el; el = el.parentElement) {
+      if (el.tagName === "DETAILS") el.open = true;
+    }
+    target.scrollIntoView({ block: "start" });
+  }
+  window.addEventListener("hashchange", reveal);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", reveal);
+  else reveal();
+})();
