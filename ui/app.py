@@ -101,7 +101,8 @@ async def rollouts(request: web.Request) -> web.StreamResponse:
     if any(v == "" for v in request.query.values()):  # the filter form sends every field: share the short URL
         raise web.HTTPFound(flt.url())
     ctx = await in_thread(pages.rollouts_view, request.app[LAKE], request.app[SEARCHES], flt,
-                          run_search=request.query.get("run") == "1", may_start=not is_cross_site(request))
+                          run_search=request.query.get("run") == "1", may_start=not is_cross_site(request),
+                          clamp=True)
     return render(request, "rollouts.html", **ctx)
 
 

@@ -36,6 +36,7 @@ class RolloutFilter:
     reward_min: str = ""
     reward_max: str = ""
     air: str = ""  # "" | "yes" | "no"
+    errors: str = ""  # "" | "yes" | "no": rollouts with (without) an error span
     since: str = ""  # UTC, 2026-01-01T10:00
     until: str = ""
     snapshot: str = ""
@@ -56,8 +57,9 @@ class RolloutFilter:
         flt = cls(**values)
         flt.sort = flt.sort if flt.sort in SORTS else "time"
         flt.dir = "asc" if flt.dir == "asc" else "desc"
-        if flt.air not in ("", "yes", "no"):
-            raise InputError(f"air={flt.air!r}: use yes, no or leave it empty")
+        for name in ("air", "errors"):
+            if getattr(flt, name) not in ("", "yes", "no"):
+                raise InputError(f"{name}={getattr(flt, name)!r}: use yes, no or leave it empty")
         for name in ("reward_min", "reward_max"):
             _number(name, getattr(flt, name))
         for name in ("since", "until"):
@@ -72,6 +74,7 @@ class RolloutFilter:
             "task": self.task or None, "agent": self.agent or None,
             "reward_min": _number("reward_min", self.reward_min), "reward_max": _number("reward_max", self.reward_max),
             "air": None if not self.air else self.air == "yes",
+            "errors": None if not self.errors else self.errors == "yes",
             "since_ns": _time_ns("since", self.since), "until_ns": _time_ns("until", self.until),
             "limit": PER_PAGE, "offset": (self.page - 1) * PER_PAGE,
         }
@@ -92,7 +95,7 @@ class RolloutFilter:
 
     def structured(self) -> bool:
         """Whether any filter other than free text is set (for the page's summary line)."""
-        return any((self.task, self.agent, self.reward_min, self.reward_max, self.air, self.since, self.until,
+        return any((self.task, self.agent, self.reward_min, self.reward_max, self.air, self.errors, self.since, self.until,
                     self.snapshot, self.cycle))
 
 

@@ -89,8 +89,10 @@ class SearchState:
 
 
 def rollouts_view(lake: Lake, searches: Searches, flt: RolloutFilter, run_search: bool = False,
-                  may_start: bool = True) -> dict[str, Any]:
-    """``may_start=False`` (a link from another site): show a finished search, never start one."""
+                  may_start: bool = True, clamp: bool = False) -> dict[str, Any]:
+    """``may_start=False`` (a link from another site): show a finished search, never start one.
+    ``clamp`` (the HTML page): a page past the end shows the last page instead (the JSON API answers
+    no rows there, so a client can page until empty)."""
     sid = _snapshot_for(lake, flt)
     search = SearchState()
     matches = None
@@ -104,12 +106,26 @@ def rollouts_view(lake: Lake, searches: Searches, flt: RolloutFilter, run_search
             search = SearchState(job.status(), job.state == "done")
             matches = job.matches() if job.state == "done" else None
     rows: list[dict] = []
-    stats: dict[str, Any] = {"total": 0, "reward_mean": None, "with_reward": 0}
+    stats: dict[str, Any] = {"total": 0, "reward_mean": None, "with_reward": 0, "lake_total": 0}
+    asked_page = flt.page
     if search.ready:
         params = {**flt.params(), "snapshot_bit": None, "in_search": matches is not None}
         rows = lake.rows("rollouts_page", params, order=flt.order(), search=matches, members=sid)
         stats = {k: rows[0][k] for k in stats} if rows else stats
         rows = [r for r in rows if r["rollout_id"] is not None]  # one row of stats only: past the last page
+        last = max(1, -(-stats["total"] // PER_PAGE))
+        if clamp and not rows and flt.page > last and stats["total"]:  # ?page=9 of 2: show the last page, and say so
+            flt.page = last
+            params = {**flt.params(), "snapshot_bit": None, "in_search": matches is not None}
+            rows = [r for r in lake.rows("rollouts_page", params, order=flt.order(), search=matches, members=sid)
+                    if r["rollout_id"] is not None]
+    if rows:  # first user message and final answer, for this page's rollouts only (rollout_previews.sql)
+        previews = {p["rollout_id"]: p for p in lake.rows("rollout_previews", {
+            "rollout_ids": [r["rollout_id"] for r in rows],
+            "started_ns": min((r["started_ns"] for r in rows if r["started_ns"] is not None), default=0),
+            "ended_ns": max((r["ended_ns"] for r in rows if r["ended_ns"] is not None), default=2**62)})}
+        for r in rows:
+            r.update({k: previews.get(r["rollout_id"], {}).get(k) for k in ("first_user", "final_answer")})
     choices = lake.choices()
     for r in rows:
         r["started"] = format_ns(r["started_ns"])
@@ -118,6 +134,7 @@ def rollouts_view(lake: Lake, searches: Searches, flt: RolloutFilter, run_search
     return {
         "flt": flt, "rows": rows, "total": total, "reward_mean": stats["reward_mean"],
         "with_reward": stats["with_reward"], "pages": max(1, -(-total // PER_PAGE)),
+        "lake_total": stats["lake_total"], "asked_page": asked_page,
         "tasks": [c["value"] for c in choices if c["kind"] == "task"],
         "agents": [c["value"] for c in choices if c["kind"] == "agent"],
         "snapshots": [m["snapshot_id"] for m in lake.snapshots() if "error" not in m],
