@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spanrl.errors import InputError
+from spanrl.query.sql import relation_names
 from spanrl.ui.charts import line_chart, spread
 from spanrl.ui.data import Lake
 from spanrl.ui.filters import PER_PAGE, RolloutFilter, format_ns
@@ -309,6 +310,13 @@ def cycles_view(lake: Lake) -> dict[str, Any]:
 def sql_view(lake: Lake, sql: str, examples: list[tuple[str, str]]) -> dict[str, Any]:
     out: dict[str, Any] = {"sql": sql, "examples": examples, "error": "", "columns": [], "rows": [], "count": 0,
                            "counted_all": True}
+    with lake.connection() as con:  # the schema side list: the relations a query may name, with columns
+        names = set(relation_names(con))
+    schema: dict[str, list[tuple[str, str]]] = {}
+    for c in lake.rows("schema_columns"):
+        if c["table_name"] in names:
+            schema.setdefault(c["table_name"], []).append((c["column_name"], c["data_type"]))
+    out["schema"] = schema
     if sql.strip():
         try:
             out["columns"], out["rows"], out["count"], out["counted_all"] = lake.user_query(sql, SQL_ROWS)

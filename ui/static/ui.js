@@ -44,3 +44,15 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", reveal);
   else reveal();
 })();
+
+// SQL page: Ctrl+Enter (Cmd+Enter) submits the query box.
+(function () {
+  const box = document.getElementById("sql-box");
+  if (!box) return;
+  box.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      box.form.requestSubmit();
+    }
+  });
+})();
