@@ -38,8 +38,8 @@ def line_chart(title: str, xs: list[int], series: list[tuple[str, list[float | N
     lo, hi = min(values), max(values)
     if y_zero or bars:
         lo = min(lo, 0.0)
-    if hi == lo:
-        lo, hi = lo - 0.5, hi + 0.5
+    if hi == lo:  # a flat series: pad around it, but never below zero for data that is never negative
+        lo, hi = (max(lo - 0.5, 0.0) if lo >= 0 else lo - 0.5), hi + 0.5
     ticks = _ticks(lo, hi)
     lo, hi = min(lo, ticks[0]), max(hi, ticks[-1])
     x0, x1 = min(xs), max(xs)
