@@ -150,7 +150,13 @@ def worker_trl(model: Path, data: Path, steps: int, batch: int, seq_len: int, bu
             step_times.append(time.perf_counter() - self.t)
             step_cpu.append(time.process_time() - self.cpu)
 
-    trainer = SFTTrainer(model=base, args=args, train_dataset=ds, processing_class=tokenizer, peft_config=lora,
+    class InOrderSFTTrainer(SFTTrainer):
+        """Read sequences.json in its order (spanrl's step order), not Trainer's own random order."""
+
+        def _get_train_sampler(self, *a, **k):
+            return torch.utils.data.SequentialSampler(self.train_dataset)
+
+    trainer = InOrderSFTTrainer(model=base, args=args, train_dataset=ds, processing_class=tokenizer, peft_config=lora,
                          callbacks=[StepTimer()])
     out = trainer.train()
     seconds = sum(step_times)
@@ -165,7 +171,8 @@ def prepare(name: str, work: Path, steps: int, batch: int, seq_len: int, varied:
     import pyarrow as pa
     from transformers import AutoTokenizer
 
-    from spanrl.trainer.data import build_sequences
+    from spanrl.trainer.config import TrainConfig
+    from spanrl.trainer.data import build_sequences, plan_steps
     from spanrl.transitions import TRANSITION_SCHEMA
     from tests.helpers.tiny_model import make_tiny_model, write_rows_snapshot
 
@@ -181,7 +188,11 @@ def prepare(name: str, work: Path, steps: int, batch: int, seq_len: int, varied:
     write_rows_snapshot(data, rows)
     seqs, stats = build_sequences(pa.Table.from_pylist(rows, schema=TRANSITION_SCHEMA), tokenizer, 1 << 16, seq_len)
     assert stats.skipped == 0 and len(seqs) == len(rows)
-    (data / "sequences.json").write_text(json.dumps([{"ids": s.ids, "n_prompt": s.n_prompt} for s in seqs]))
+    # spanrl shuffles rollouts into steps (seeded); TRL must see the same sequences at the same step, or the
+    # per-step losses compare different batches (with varied lengths: 1.998 vs 1.494 at the last step)
+    plan = plan_steps(seqs, batch, 1, TrainConfig.seed, "token", 1 << 30)
+    ordered = [seqs[i] for step in plan for mb in step.batches for i in sorted(mb)]
+    (data / "sequences.json").write_text(json.dumps([{"ids": s.ids, "n_prompt": s.n_prompt} for s in ordered]))
     return model, data
 
 
