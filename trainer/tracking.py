@@ -1,0 +1,127 @@
+"""Experiment tracking: send a training cycle's params, per-step metrics and adapter to MLflow,
+TensorBoard or W&B (the Hugging Face ``report_to`` convention, comma-separated).
+
+Why: teams already look at training in these tools; metrics.jsonl stays the source of truth and the
+trackers only mirror it. Every library is an optional extra, imported lazily, and checked before training
+starts (``open_trackers``) so a missing one fails in a second with the pip command, not after a cycle.
+All three work offline: MLflow to a local file store, TensorBoard event files, W&B offline mode.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any, Protocol
+
+TOOLS = ("mlflow", "tensorboard", "wandb")
+
+
+class TrackingUnavailable(RuntimeError):
+    """A requested tracker's library is not installed (the message says what to pip install)."""
+
+
+class Tracker(Protocol):
+    def start(self, params: dict[str, Any]) -> None: ...
+    def log(self, step: int, metrics: dict[str, float]) -> None: ...
+    def finish(self, artifact_dir: Path | None, summary: dict[str, float]) -> None: ...
+
+
+def _need(module: str, extra: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise TrackingUnavailable(f"--report-to {extra} needs {module}: pip install 'spanrl[{extra}]'") from e
+
+
+def _numbers(metrics: dict[str, Any]) -> dict[str, float]:
+    return {k: float(v) for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def _flat(params: dict[str, Any]) -> dict[str, str]:
+    return {k: str(v) for k, v in params.items()}
+
+
+class MlflowTracker:
+    """One MLflow run per cycle in ``MLFLOW_TRACKING_URI`` or the local file store ``DATA/mlruns``."""
+
+    def __init__(self, data: Path, run_name: str) -> None:
+        self.mlflow = _need("mlflow", "mlflow")
+        self.uri = os.environ.get("MLFLOW_TRACKING_URI") or (data / "mlruns").resolve().as_uri()
+        self.run_name = run_name
+
+    def start(self, params: dict[str, Any]) -> None:
+        self.mlflow.set_tracking_uri(self.uri)
+        self.mlflow.set_experiment("spanrl")
+        self.mlflow.start_run(run_name=self.run_name)
+        self.mlflow.log_params(_flat(params))
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        self.mlflow.log_metrics(_numbers(metrics), step=step)
+
+    def finish(self, artifact_dir: Path | None, summary: dict[str, float]) -> None:
+        if summary:
+            self.mlflow.log_metrics(_numbers(summary))
+        if artifact_dir is not None:
+            self.mlflow.log_artifacts(str(artifact_dir), artifact_path="adapter")
+        self.mlflow.end_run()
+
+
+class TensorboardTracker:
+    """Scalars in ``DATA/tensorboard/<run name>/`` event files (no artifacts: TensorBoard has none)."""
+
+    def __init__(self, data: Path, run_name: str) -> None:
+        mod = _need("tensorboardX", "tensorboard")
+        self.writer = mod.SummaryWriter(str(data / "tensorboard" / run_name))
+
+    def start(self, params: dict[str, Any]) -> None:
+        self.writer.add_text("params", "\n".join(f"{k}: {v}" for k, v in _flat(params).items()), 0)
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        for k, v in _numbers(metrics).items():
+            self.writer.add_scalar(k, v, step)
+
+    def finish(self, artifact_dir: Path | None, summary: dict[str, float]) -> None:
+        for k, v in _numbers(summary).items():
+            self.writer.add_scalar(f"cycle/{k}", v, 0)
+        self.writer.close()
+
+
+class WandbTracker:
+    """A W&B run, offline unless the user set ``WANDB_MODE``; the adapter as a model artifact."""
+
+    def __init__(self, data: Path, run_name: str) -> None:
+        self.wandb = _need("wandb", "wandb")
+        os.environ.setdefault("WANDB_MODE", "offline")
+        self.data, self.run_name, self.run = data, run_name, None
+
+    def start(self, params: dict[str, Any]) -> None:
+        self.run = self.wandb.init(project="spanrl", name=self.run_name, dir=str(self.data), config=_flat(params))
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        self.run.log(_numbers(metrics), step=step)
+
+    def finish(self, artifact_dir: Path | None, summary: dict[str, float]) -> None:
+        self.run.summary.update(_numbers(summary))
+        if artifact_dir is not None:
+            art = self.wandb.Artifact(self.run_name, type="model")
+            art.add_dir(str(artifact_dir))
+            self.run.log_artifact(art)
+        self.run.finish()
+
+
+_CLASSES = {"mlflow": MlflowTracker, "tensorboard": TensorboardTracker, "wandb": WandbTracker}
+
+
+def parse_report_to(value: str) -> list[str]:
+    """``"mlflow,tensorboard"`` -> names; ``none`` or empty -> []; an unknown name says the choices."""
+    names = [n.strip().lower() for n in value.split(",") if n.strip() and n.strip().lower() != "none"]
+    bad = [n for n in names if n not in _CLASSES]
+    if bad:
+        raise ValueError(f"--report-to {','.join(bad)}: choose from {', '.join(TOOLS)} or none")
+    return names
+
+
+def open_trackers(value: str, data: Path, run_name: str) -> list[Tracker]:
+    """Build every requested tracker now (before training) so a missing library fails early."""
+    return [_CLASSES[n](data, run_name) for n in parse_report_to(value)]
