@@ -43,11 +43,11 @@ def evaluate(data: Path, tasks: Path, policies: tuple[str, ...], n: int, score: 
     from spanrl.evaluate.report import print_table, write_png
     from spanrl.evaluate.run import EvalConfig
     from spanrl.evaluate.run import evaluate as run_eval
-    from spanrl.rollout.cli import _run_with_progress
+    from spanrl.rollout.cli import run_with_progress
 
     cfg = EvalConfig(tasks=tasks, policies=list(policies), command=list(command), score=score, n=n, data=data,
                      out=out, level=level, concurrency=concurrency, timeout_s=parse_duration(timeout))
-    doc = run_eval(cfg, run=_run_with_progress)
+    doc = run_eval(cfg, run=run_with_progress)
     print_table(doc, Console())
     png = write_png(doc, out / "report.png")
     click.echo(f"{out / 'eval.json'}, {png}")

@@ -63,13 +63,13 @@ def rollout(data: Path, tasks: Path, n: int, policy_url: str | None, model: Path
                         served_model_names=list(served_model_names), concurrency=concurrency,
                         timeout_s=parse_duration(timeout), retries=retries, score=score, run_id=run_id,
                         adapter_id=adapter_id, retry_failed=retry_failed)
-    if _run_with_progress(cfg).nothing_succeeded:
+    if run_with_progress(cfg).nothing_succeeded:
         click.echo("spanrl rollout: no attempt succeeded; see the failures above and the agent's stderr in "
                    "the run folder's logs/", err=True)
         click.get_current_context().exit(1)
 
 
-def _run_with_progress(cfg):  # noqa: ANN001, ANN202 - RolloutConfig -> RunSummary, imported lazily
+def run_with_progress(cfg):  # noqa: ANN001, ANN202 - RolloutConfig -> RunSummary, imported lazily
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -29,7 +29,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from spanrl import __version__
+from spanrl import __version__, layout
 from spanrl.errors import InputError
 from spanrl.publish import clean_drafts, draft_folder, publish, read_pointer, write_text_atomic
 from spanrl.sqlfiles import one, sql_literal
@@ -42,7 +42,7 @@ ADVANTAGES = "advantages.parquet"
 
 
 def transitions_dir(data: Path | str) -> Path:
-    return Path(data) / "transitions"
+    return layout.transitions_dir(data)
 
 
 def new_snapshot_id() -> str:

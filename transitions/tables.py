@@ -26,10 +26,9 @@ from typing import Any
 
 import duckdb
 
-from spanrl import __version__
+from spanrl import __version__, layout
 from spanrl.publish import draft_folder, publish, read_pointer
 from spanrl.sqlfiles import one, rows, sql_literal
-from spanrl.transitions.snapshot import transitions_dir
 from spanrl.transitions.sqlfiles import read_sql, render_sql
 
 STATE = "state.json"
@@ -51,7 +50,7 @@ PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 20480"
 
 
 def tables_dir(data: Path | str) -> Path:
-    return transitions_dir(data) / "_tables"
+    return layout.tables_dir(data)
 
 
 def reuse_key(row_config: dict[str, Any], conventions: Any = None) -> str:
