@@ -24,11 +24,12 @@ from tests.transitions.lakefake import sample_lake
 
 # What a snapshot manifest's "config" held before the stage configs were split (schema v2): the
 # composed IngestConfig must give exactly these keys and default values, or every lake rebuilds.
+# include_eval joined with issue 30 (evaluation rollouts left out of training snapshots).
 MANIFEST_CONFIG = {
     "data": "spanrl-data", "input": None, "no_transitions": False, "rebuild": False, "agent": None,
     "rollout_key": None, "task_key": None, "credit": "identical", "gamma": 0.95, "advantage": "group",
-    "missing_reward": "drop", "hierarchy_repair": True, "settle_s": 600.0, "memory_limit": "2GB", "threads": None,
-    "reward_keys": [], "config_file": None,
+    "missing_reward": "drop", "include_eval": False, "hierarchy_repair": True, "settle_s": 600.0,
+    "memory_limit": "2GB", "threads": None, "reward_keys": [], "config_file": None,
 }
 
 

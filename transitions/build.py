@@ -280,6 +280,7 @@ def _snapshot(cfg: BuildConfig, state: dict[str, Any], config: dict[str, Any], p
         stats = collect_stats(con, plan, cfg.settle_s, state)
         latest = latest_manifest(data)
         stats["config_changed"] = changed_row_config(latest, config)
+        stats["include_eval"] = cfg.include_eval  # what the summary says about rollouts_eval
         n_rows = stats["rows"]
         if n_rows == 0:
             return BuildResult("empty", None, None, 0, stats)

@@ -47,6 +47,8 @@ class BuildConfig(RunConfig):
     gamma: float = knob(0.95, "Discount for --credit discounted.")
     advantage: str = knob("group", "Advantage baseline.", choices=ADVANTAGE_CHOICES)
     missing_reward: str = knob("drop", "Rollouts with no reward: drop them or count 0.", choices=MISSING_REWARD_CHOICES)
+    include_eval: bool = knob(False, "Keep evaluation rollouts (spanrl.rollout.purpose = eval, what spanrl eval runs) "
+                              "in the snapshot; by default they are measurements, not training data.")
     reward_keys: list[str] = knob([], "Attribute holding a reward (span, event or log attribute); repeat or "
                                   "comma-list.", flag="--reward-key", multiple=True, metavar="ATTR")
     hierarchy_repair: bool = knob(True, "Keep an LLM call with no agent ancestor unattributed even when an agent "
@@ -89,8 +91,8 @@ class IngestConfig(LakeConfig, BuildConfig):
 
 
 # The flags of each command, in help order (the knobs themselves are the fields above).
-STAGE2_FLAGS = ("agent", "rollout_key", "task_key", "credit", "gamma", "advantage", "missing_reward", "reward_keys",
-                "hierarchy_repair", "settle_s", "rebuild", "memory_limit", "config_file")
+STAGE2_FLAGS = ("agent", "rollout_key", "task_key", "credit", "gamma", "advantage", "missing_reward", "include_eval",
+                "reward_keys", "hierarchy_repair", "settle_s", "rebuild", "memory_limit", "config_file")
 
 
 def make_ingest_config(**flags: Any) -> IngestConfig:

@@ -55,6 +55,7 @@ def set_variables(con: duckdb.DuckDBPyConnection, cfg: BuildConfig) -> None:
         "spanrl_agent_regex": cfg.agent,
         "spanrl_settle_ns": int(cfg.settle_s * 1e9),
         "spanrl_missing_reward": cfg.missing_reward,
+        "spanrl_include_eval": cfg.include_eval,
         "spanrl_reward_keys": cfg.reward_keys or None,  # VARCHAR[] of --reward-key names
         "spanrl_hierarchy_repair": cfg.hierarchy_repair,
         "spanrl_data_root": str(Path(cfg.data).resolve()),  # source files are stored relative to it

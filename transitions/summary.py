@@ -128,6 +128,9 @@ def print_summary(result: BuildResult) -> None:
     row("rollouts complete / waiting", f"{s.get('rollouts_complete', 0)} / {s.get('rollouts_waiting', 0)}")
     row("rollouts in snapshot", f"{s.get('rollouts', 0)} ({s.get('tasks', 0)} tasks; "
         f"{s.get('rollouts_without_reward', 0)} without reward)")
+    if s.get("rollouts_eval"):
+        kept = "kept (--include-eval)" if s.get("include_eval") else "left out of the snapshot (--include-eval keeps them)"
+        row("evaluation rollouts", f"{s['rollouts_eval']} (spanrl.rollout.purpose = eval): {kept}")
     row("LLM calls -> transitions", f"{s.get('llm_calls_complete', 0)} -> {result.rows}")
     row("LLM calls in the lake", str(s.get("llm_calls", 0)))
     row("rewards by source", _pairs(s.get("rewards_by_source", {})))

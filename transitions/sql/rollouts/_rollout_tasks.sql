@@ -1,10 +1,12 @@
 -- name: _rollout_tasks
 -- Per rollout: the task it attempts, for group baselines. spanrl.task_id (span or resource), the
 -- configured --task-key, else a hash of the rollout's first user message (first call in tree order).
+-- Also its purpose: spanrl.rollout.purpose (span or resource; `spanrl eval` sets 'eval'), NULL when untagged.
 WITH keyed AS (
     SELECT r.rollout_id,
            min(spanrl_attr(sp.attributes, sp.resource, 'spanrl.task_id')) AS spanrl_task,
-           min(spanrl_attr(sp.attributes, sp.resource, getvariable('spanrl_task_key'))) AS key_task
+           min(spanrl_attr(sp.attributes, sp.resource, getvariable('spanrl_task_key'))) AS key_task,
+           min(spanrl_attr(sp.attributes, sp.resource, 'spanrl.rollout.purpose')) AS purpose
     FROM spans sp JOIN _span_tree r USING (trace_id, span_id)
     GROUP BY r.rollout_id
 ),
@@ -21,5 +23,6 @@ first_user AS (
 )
 SELECT k.rollout_id,
        coalesce(k.spanrl_task, k.key_task,
-                'msg:' || substr(md5(CAST(f.content AS VARCHAR)), 1, 16)) AS task_id
+                'msg:' || substr(md5(CAST(f.content AS VARCHAR)), 1, 16)) AS task_id,
+       k.purpose
 FROM keyed k LEFT JOIN first_user f USING (rollout_id)

@@ -1,7 +1,8 @@
 -- name: transition_base
 -- One row per LLM call that becomes a transition (docs/transitions.md MDP): calls of complete rollouts that
 -- have a response, kept by --agent (spanrl_agent_regex, a search, like Agent Lightning's agent_match)
--- and by --missing-reward (drop: rollouts without reward are left out). step counts the kept calls
+-- and by --missing-reward (drop: rollouts without reward are left out); evaluation rollouts (purpose 'eval',
+-- from `spanrl eval`) are not training data unless --include-eval. step counts the kept calls
 -- 0..n_steps-1 in span-tree order; step_reward sums the AIR rewards aimed at the call.
 -- Returns and advantages are added afterwards by advantages.sql (a separate, re-runnable step).
 WITH kept AS (
@@ -14,6 +15,7 @@ WITH kept AS (
       AND (getvariable('spanrl_agent_regex') IS NULL
            OR regexp_matches(coalesce(c.agent_name, ''), getvariable('spanrl_agent_regex')))
       AND (r.final_reward IS NOT NULL OR coalesce(getvariable('spanrl_missing_reward'), 'drop') = 'zero')
+      AND (r.purpose IS DISTINCT FROM 'eval' OR coalesce(getvariable('spanrl_include_eval'), false))
 ),
 air AS (
     SELECT rollout_id, target_span_id, list_sum(list(value ORDER BY value)) AS step_reward  -- fixed order: same floats every run
