@@ -38,7 +38,8 @@ import resource, subprocess, sys, time, json
 t = time.perf_counter()
 r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 dt = time.perf_counter() - t
-print(json.dumps({"rc": r.returncode, "seconds": dt, "rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"rc": r.returncode, "seconds": dt, "rss_mb": ru.ru_maxrss / 1024, "cpu_s": ru.ru_utime + ru.ru_stime,
                   "err": r.stderr[-2000:]}))
 """
 
