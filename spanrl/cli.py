@@ -59,6 +59,10 @@ class _Group(click.Group):
             module, attribute = COMMANDS[name].split(":")
             command = getattr(importlib.import_module(module), attribute)
             self.add_command(command, name)
+        if command is not None:  # --data s3://BUCKET/PREFIX: run on the root's mirror (spanrl/remote.py)
+            from spanrl.remote import remote_aware
+
+            command = remote_aware(command, name)
         return command
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]

@@ -1,0 +1,385 @@
+"""A data root on S3-compatible storage: ``--data s3://BUCKET/PREFIX`` (docs/scale.md).
+
+The stages keep working on a folder: the command runs on a local *mirror* of the root, and the root's
+state on the store changes in one step at the end, the way a local root changes by ``os.replace``:
+
+- every file of the root is an immutable, content-addressed object ``objects/<sha256>``;
+- a manifest ``manifests/<version>-<token>.json`` names each file of one state of the root
+  (relative path -> sha256 and size), written once (``If-None-Match: *``);
+- ``ROOT`` names the current manifest and moves by compare-and-swap (``If-Match`` on the ETag read
+  before the run): a reader that reads ``ROOT`` then its manifest sees one whole state, old or new,
+  never part of one, whatever a writer is doing;
+- ``LEASE`` keeps one writer at a time: created only if absent, renewed while the command runs,
+  expiring (``SPANRL_LEASE_TTL_S``, default 300 s) so a writer that died on another machine blocks
+  no one for longer than that; one that died on this machine (its pid is gone) is taken over at once.
+
+A crash anywhere before the ``ROOT`` swap leaves the old state (plus unreferenced objects); the next
+run restores its mirror to that state (files not in the manifest are deleted, changed ones fetched
+again) and does the work again, so it ends where an uninterrupted run would have.
+
+Mirrors live under ``$SPANRL_CACHE`` (default ``~/.cache/spanrl``) at ``roots/<write|read>/BUCKET/
+PREFIX/root``: the same path every run on one machine, so what the lake records about its input
+files stays valid between runs, and a run fetches only the objects it does not have.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spanrl.errors import InputError
+from spanrl.publish import TMP_PREFIX, TRASH_PREFIX, exclusive, fsync_path
+from spanrl.storage import Conflict, ObjectStore, remote_url, split_url
+
+ROOT = "ROOT"
+LEASE = "LEASE"
+OBJECTS = "objects"
+MANIFESTS = "manifests"
+MIRROR_STATE = "mirror.json"  # next to the mirror's root folder, never inside it (so never uploaded)
+
+# What a run leaves behind that is not part of the root's state: lock files (``*.lock``), drafts being
+# written or deleted (spanrl.publish's prefixes), stage 1's work folders. A local root ignores them too.
+TRANSIENT_DIRS = ("_tmp", "_staging")
+
+
+def lease_ttl() -> float:
+    return float(os.environ.get("SPANRL_LEASE_TTL_S") or 300)
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("SPANRL_CACHE") or Path.home() / ".cache" / "spanrl")
+
+
+def mirror_base(url: str, write: bool) -> Path:
+    """Where this machine keeps the mirror of ``url`` (its ``root`` folder and ``mirror.json``)."""
+    bucket, prefix = split_url(url)
+    return cache_root() / "roots" / ("write" if write else "read") / bucket / (prefix or "_")
+
+
+def _transient(name: str) -> bool:
+    return name.endswith(".lock") or name.startswith((TMP_PREFIX, TRASH_PREFIX))
+
+
+def walk(root: Path) -> dict[str, Path]:
+    """Every file of the root's state, by path relative to ``root`` (POSIX separators)."""
+    found: dict[str, Path] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in TRANSIENT_DIRS and not _transient(d)]
+        for name in filenames:
+            if not _transient(name):
+                path = Path(dirpath) / name
+                found[path.relative_to(root).as_posix()] = path
+    return found
+
+
+def sha256_file(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _stamp(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns]
+
+
+@dataclass
+class Lease:
+    """This run's hold on ``LEASE``: renewed in the background; ``lost`` once a renewal fails."""
+
+    store: ObjectStore
+    body: dict[str, Any]
+    etag: str
+    lost: str | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._renew_loop, name="spanrl-lease", daemon=True)
+        self._thread.start()
+
+    def _renew_loop(self) -> None:
+        while not self._stop.wait(max(lease_ttl() / 3, 0.05)):
+            try:
+                self.renew()
+            except Exception as exc:  # noqa: BLE001 - recorded; the publish step refuses on it
+                self.lost = self.lost or f"renewing the lease failed: {exc}"
+                return
+
+    def renew(self) -> None:
+        body = {**self.body, "expires_at": time.time() + lease_ttl()}
+        try:
+            self.etag = self.store.put(LEASE, json.dumps(body).encode(), if_match=self.etag)
+            self.body = body
+        except Conflict:
+            self.lost = "another writer took the lease over (this run was presumed dead)"
+            raise
+
+    def check(self) -> None:
+        """Refuse to publish without the lease (renewed just now, so it is ours for another TTL)."""
+        if self.lost is None:
+            try:
+                self.renew()
+            except Conflict:
+                pass
+        if self.lost is not None:
+            raise InputError(f"{self.store.url}: {self.lost}; nothing was published, the root is unchanged. "
+                             "Re-run the command.")
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self.lost is None:
+            current = self.store.get(LEASE)
+            if current is not None and json.loads(current.body).get("token") == self.body["token"]:
+                self.store.delete(LEASE)
+
+
+def _pid_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def acquire_lease(store: ObjectStore, command: str) -> Lease:
+    """Create ``LEASE`` (or take over an expired one, or one whose holder on this machine is gone);
+    an InputError naming the holder when a live writer has it."""
+    now = time.time()
+    body = {"token": uuid.uuid4().hex, "host": socket.gethostname(), "pid": os.getpid(), "command": command,
+            "acquired_at": now, "expires_at": now + lease_ttl()}
+    data = json.dumps(body).encode()
+    for _ in range(3):
+        try:
+            lease = Lease(store, body, store.put(LEASE, data, if_none_match=True))
+            break
+        except Conflict:
+            held = store.get(LEASE)
+            if held is None:
+                continue  # released between our two calls: try again
+            other = json.loads(held.body)
+            dead_here = other.get("host") == body["host"] and _pid_gone(int(other.get("pid", -1)))
+            if other.get("expires_at", 0) < now or dead_here:
+                try:
+                    lease = Lease(store, body, store.put(LEASE, data, if_match=held.etag))
+                    break
+                except Conflict:
+                    continue
+            since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(other.get("acquired_at", 0)))
+            until = time.strftime("%H:%M:%S UTC", time.gmtime(other.get("expires_at", 0)))
+            raise InputError(
+                f"{store.url} is being written by `{other.get('command')}` (host {other.get('host')}, pid "
+                f"{other.get('pid')}) since {since}; only one writer at a time. Wait for it to finish; if that "
+                f"process is gone, its lease expires at {until} (renewed while it runs) and the next run takes over.") from None
+    else:
+        raise InputError(f"{store.url}: could not take the lease (it changed three times while trying); re-run")
+    lease.start()
+    return lease
+
+
+@dataclass
+class RootState:
+    """The root's state as ``ROOT`` named it when the run started."""
+
+    files: dict[str, list[Any]]  # relative path -> [sha256, size]
+    version: int
+    etag: str | None  # ROOT's ETag (None: no state yet)
+
+
+def read_state(store: ObjectStore) -> RootState:
+    pointer = store.get(ROOT)
+    if pointer is None:
+        return RootState({}, 0, None)
+    ref = json.loads(pointer.body)
+    manifest = store.get(ref["manifest"])
+    if manifest is None:
+        raise InputError(f"{store.url}: ROOT names {ref['manifest']}, which is missing; the root is damaged "
+                         "(restore that object from versioning/backup)")
+    return RootState(json.loads(manifest.body)["files"], int(ref["version"]), pointer.etag)
+
+
+def pull(store: ObjectStore, base: Path, state: RootState) -> Path:
+    """Make ``base/root`` hold exactly ``state``'s files: keep those unchanged since the last pull or
+    push recorded them, fetch the others, delete what the state does not name. Returns ``base/root``."""
+    root = base / "root"
+    root.mkdir(parents=True, exist_ok=True)
+    record_path = base / MIRROR_STATE
+    record: dict[str, list[Any]] = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    have = walk(root)
+    by_sha: dict[str, Path] = {}
+    for rel, path in have.items():
+        if rel not in state.files:
+            path.unlink()
+        elif record.get(rel) == [state.files[rel][0], *_stamp(path)]:
+            by_sha[state.files[rel][0]] = path
+    for dirpath, dirnames, _ in os.walk(root, topdown=False):  # folders emptied above (or by a crash)
+        for d in dirnames:
+            p = Path(dirpath) / d
+            if not any(p.iterdir()):
+                p.rmdir()
+    fresh: dict[str, list[Any]] = {}
+    for rel, (sha, size) in sorted(state.files.items()):
+        path = root / rel
+        if by_sha.get(sha) == path:
+            fresh[rel] = [sha, *_stamp(path)]
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}")
+        if sha in by_sha:  # the same bytes under another name: a copy, never a link (files are rewritten in place)
+            shutil.copyfile(by_sha[sha], part)
+        else:
+            store.download(f"{OBJECTS}/{sha}", part)
+        if part.stat().st_size != size:
+            part.unlink()
+            raise InputError(f"{store.url}: object {OBJECTS}/{sha} for {rel} has the wrong size; the root is damaged")
+        os.replace(part, path)
+        by_sha.setdefault(sha, path)
+        fresh[rel] = [sha, *_stamp(path)]
+    _write_json(record_path, fresh)
+    return root
+
+
+def push(store: ObjectStore, base: Path, state: RootState, lease: Lease, command: str) -> int | None:
+    """Publish ``base/root`` as the root's next state: upload the objects the store lacks, write the
+    manifest, swap ``ROOT``. Returns the new version (None: nothing changed, nothing written)."""
+    root = base / "root"
+    record_path = base / MIRROR_STATE
+    record: dict[str, list[Any]] = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    files: dict[str, list[Any]] = {}
+    stamps: dict[str, list[Any]] = {}
+    by_inode: dict[tuple[int, int, int], str] = {}
+    for rel, path in sorted(walk(root).items()):
+        st = path.stat()
+        stamp = [st.st_size, st.st_mtime_ns]
+        old = record.get(rel)
+        if old is not None and old[1:] == stamp:
+            sha = old[0]
+        else:
+            inode = (st.st_dev, st.st_ino, st.st_mtime_ns)
+            sha = by_inode.get(inode) or sha256_file(path)
+            by_inode[inode] = sha
+        files[rel] = [sha, st.st_size]
+        stamps[rel] = [sha, *stamp]
+    if files == state.files:
+        _write_json(record_path, stamps)
+        return None
+    known = {sha for sha, _ in state.files.values()}
+    uploaded: set[str] = set()
+    for rel, (sha, _) in files.items():
+        if sha in known or sha in uploaded:
+            continue
+        if not store.exists(f"{OBJECTS}/{sha}"):
+            store.upload(f"{OBJECTS}/{sha}", root / rel)
+        uploaded.add(sha)
+    version = state.version + 1
+    name = f"{MANIFESTS}/{version:08d}-{lease.body['token']}.json"
+    store.put(name, json.dumps({"version": version, "created_at": time.time(), "command": command,
+                                "files": files}, sort_keys=True).encode(), if_none_match=True)
+    if os.environ.get("SPANRL_TEST_CRASH_AT") == "remote_publish":  # tests: die between manifest and swap
+        os._exit(137)
+    lease.check()
+    pointer = json.dumps({"version": version, "manifest": name}).encode()
+    try:
+        if state.etag is None:
+            store.put(ROOT, pointer, if_none_match=True)
+        else:
+            store.put(ROOT, pointer, if_match=state.etag)
+    except Conflict:
+        raise InputError(f"{store.url}: ROOT changed while this run held the lease (another writer ignored it?); "
+                         "nothing was published by this run. Re-run the command.") from None
+    _write_json(record_path, stamps)
+    return version
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(value))
+    os.replace(tmp, path)
+    fsync_path(path.parent)
+
+
+@contextmanager
+def remote_root(url: str, write: bool, command: str) -> Iterator[Path]:
+    """Run a command's body on the local mirror of the root ``url``; a writer publishes what the body
+    left in the mirror when (and only when) it returns normally."""
+    url = remote_url(url)
+    store = ObjectStore(url)
+    base = mirror_base(url, write)
+    base.mkdir(parents=True, exist_ok=True)
+    busy = (f"another spanrl command on this machine is using the mirror of {url} ({base}); "
+            "wait for it to finish")
+    with exclusive(base / ".mirror.lock", busy):
+        lease = acquire_lease(store, command) if write else None
+        try:
+            state = read_state(store)
+            root = pull(store, base, state)
+            yield root
+            if lease is not None:
+                version = push(store, base, state, lease, command)
+                if version is not None:
+                    import click
+
+                    click.echo(f"published {url} (version {version})", err=True)
+        finally:
+            if lease is not None:
+                lease.release()
+
+
+# Which commands may take ``--data s3://...``: writers hold the lease and publish; readers work on a
+# read-only mirror of the current state. Any other command refuses such a root by name.
+WRITERS = frozenset({"ingest", "transitions build", "transitions clean", "lake compact", "lake prune", "train",
+                     "adapters promote", "adapters clean", "judge"})
+READERS = frozenset({"sql", "export", "ui", "tasks", "adapters list", "report"})
+
+
+def remote_aware(command: Any, path: str) -> Any:
+    """``command`` (a click command or group, named ``path`` under ``spanrl``) such that a ``--data``
+    (or ``$SPANRL_DATA``) on object storage runs it on the root's local mirror (``remote_root``)."""
+    import click
+
+    if isinstance(command, click.Group):
+        for name, sub in list(command.commands.items()):
+            command.commands[name] = remote_aware(sub, f"{path} {name}")
+        return command
+    if getattr(command, "_spanrl_remote", False):
+        return command
+    original = command.invoke
+
+    def invoke(ctx: click.Context) -> Any:
+        from spanrl.storage import is_remote
+
+        data = ctx.params.get("data")
+        if not is_remote(data):
+            return original(ctx)
+        if path not in WRITERS and path not in READERS:
+            raise InputError(f"`spanrl {path}` cannot use a data root on object storage ({remote_url(data)}); "
+                             f"these can: {', '.join(sorted(WRITERS | READERS))}. Give it a local --data.")
+        with remote_root(str(data), write=path in WRITERS, command=f"spanrl {path}") as local:
+            ctx.params["data"] = local
+            before = os.environ.get("SPANRL_DATA")
+            os.environ["SPANRL_DATA"] = str(local)  # for code that resolves the root itself
+            try:
+                return original(ctx)
+            finally:
+                if before is None:
+                    os.environ.pop("SPANRL_DATA", None)
+                else:
+                    os.environ["SPANRL_DATA"] = before
+
+    command.invoke = invoke
+    command._spanrl_remote = True
+    return command
