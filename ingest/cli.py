@@ -10,4 +10,4 @@ from spanrl.ingest.config import LakeConfig
 
 # the flags only ``spanrl ingest`` reads from stage 1 (the root command adds the composed config's
 # --no-transitions and stage 2's --keep-snapshots)
-stage1_options = click_options(LakeConfig, "input", "keep_days")
+stage1_options = click_options(LakeConfig, "input", "keep_days", "workers")

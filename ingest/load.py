@@ -305,9 +305,18 @@ def _load_plan(cfg: LakeConfig, lake: Path, state: dict[str, dict], plan: list[S
     done: list[SpanFile] = []
     params = {"ingested_at": now}
     try:
+        staged = None
+        if (cfg.workers or 1) > 1:  # --workers N: the same staging, by Ray tasks (ingest/parallel.py)
+            from spanrl.ingest.parallel import stage_on_workers
+
+            staged = stage_on_workers(cfg, plan, staging, params, open_work_connection, _stage_planned)
         for i, item in enumerate(plan):
-            counts = _stage_planned(con, item, staging / f"{i:06d}", tmp / f"work-{run_id}-{i}", params,
-                                    summary.warnings)
+            if staged is None:
+                counts = _stage_planned(con, item, staging / f"{i:06d}", tmp / f"work-{run_id}-{i}", params,
+                                        summary.warnings)
+            else:
+                counts, warnings, item.rejects = staged[i]
+                summary.warnings += warnings
             if counts is None:
                 continue
             spans, logs = counts

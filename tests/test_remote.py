@@ -141,3 +141,34 @@ def test_kill_9_mid_build_or_mid_publish_then_a_rerun_gives_the_same_hash(tmp_pa
     res = CliRunner().invoke(cli, ["ingest", "--data", root, "--input", str(otel), *ARGS])
     assert res.exit_code == 0, res.output
     assert _remote_manifest(root)["content_hash"] == latest_manifest(local)["content_hash"]
+
+
+def _upload_as_awss3exporter(url: str, otel: Path) -> str:
+    """Each captured OTLP/JSON line as one object in the OTel Collector awss3exporter's layout
+    (``otlp_json``: one request per object); returns the ``--input`` URL."""
+    import boto3
+
+    from spanrl.storage import split_url
+
+    bucket, _ = split_url(url)
+    client = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    for f in sorted(otel.glob("*.jsonl")):
+        signal = "logs" if f.name.startswith("logs") else "traces"
+        for n, line in enumerate(f.read_text().splitlines()):
+            key = f"spans/year=2026/month=11/day=22/hour=02/minute=50/{signal}_{f.stem[-12:]}{n:04d}.json"
+            client.put_object(Bucket=bucket, Key=key, Body=line.encode())
+    return f"s3://{bucket}/spans/"
+
+
+def test_two_ray_workers_from_s3_objects_into_an_s3_root_give_the_local_hash(tmp_path: Path, root: str) -> None:
+    pytest.importorskip("ray", reason="Ray is the scale extra (make install installs it)")
+    source = _upload_as_awss3exporter(root, _otel(tmp_path))
+    local = tmp_path / "local"  # the same objects, one process, a local root (source_files name the objects)
+    assert CliRunner().invoke(cli, ["ingest", "--data", str(local), "--input", source, *ARGS]).exit_code == 0
+    env = {**os.environ, "RAY_ADDRESS": ""}  # a local cluster for the run, started and stopped by spanrl
+    res = subprocess.run([sys.executable, "-m", "spanrl", "ingest", "--data", root, "--input", source,
+                          "--workers", "2", *ARGS], env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert _remote_manifest(root)["content_hash"] == latest_manifest(local)["content_hash"]
+    q = "select count(*) AS spans, count(DISTINCT trace_id) AS traces from spans"
+    assert _sql(root, q) == _sql(str(local), q)

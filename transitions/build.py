@@ -95,8 +95,8 @@ def build_transitions(cfg: BuildConfig, con: duckdb.DuckDBPyConnection | None = 
 
 # Config keys that only say how a run goes, not which rows it makes: a change in any other key means
 # every transition may differ (a full rebuild), and the summary says so.
-OPERATIONAL_KEYS = frozenset({"data", "input", "no_transitions", "memory_limit", "threads", "config_file", "rebuild",
-                              "keep_days", "keep_snapshots"})
+OPERATIONAL_KEYS = frozenset({"data", "input", "no_transitions", "memory_limit", "threads", "workers", "config_file",
+                              "rebuild", "keep_days", "keep_snapshots"})
 
 
 def _build(cfg: BuildConfig, given: duckdb.DuckDBPyConnection | None) -> BuildResult:
