@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from click.testing import CliRunner
 
 from spanrl.cli import cli
 from spanrl.transitions.snapshot import latest_manifest
+from tests.helpers.s3 import new_bucket, s3_server
 
 moto_server = pytest.importorskip("moto.server", reason="moto[server] is in the dev extra")
 
@@ -28,25 +28,17 @@ ARGS = ["--settle", "0s", "--missing-reward", "zero"]
 
 @pytest.fixture(scope="module")
 def s3_env():
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
-           "AWS_ENDPOINT_URL": f"http://{host}:{port}"}
-    server.stop()
+    with s3_server() as env:
+        yield env
 
 
 @pytest.fixture
 def root(s3_env, monkeypatch, tmp_path):
     """A fresh bucket; the root URL; this test's own mirror cache."""
-    import boto3
-
     for k, v in s3_env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("SPANRL_CACHE", str(tmp_path / "cache"))
-    bucket = f"b-{uuid.uuid4().hex[:12]}"
-    boto3.client("s3", endpoint_url=s3_env["AWS_ENDPOINT_URL"], region_name="us-east-1").create_bucket(Bucket=bucket)
-    return f"s3://{bucket}/team/root"
+    return f"s3://{new_bucket(s3_env)}/team/root"
 
 
 def _otel(tmp_path: Path) -> Path:

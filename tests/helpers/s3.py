@@ -1,0 +1,31 @@
+"""A real S3-compatible server on loopback for tests: moto's threaded server (the dev extra)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def s3_server() -> Iterator[dict[str, str]]:
+    """Start moto's S3 server on a free port; yields the ``AWS_*`` settings that reach it."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
+               "AWS_ENDPOINT_URL": f"http://{host}:{port}"}
+    finally:
+        server.stop()
+
+
+def new_bucket(env: dict[str, str]) -> str:
+    """A fresh, empty bucket on the server ``env`` reaches."""
+    import boto3
+
+    name = f"b-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1").create_bucket(Bucket=name)
+    return name
