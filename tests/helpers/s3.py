@@ -10,8 +10,11 @@ from contextlib import contextmanager
 @contextmanager
 def s3_server() -> Iterator[dict[str, str]]:
     """Start moto's S3 server on a free port; yields the ``AWS_*`` settings that reach it."""
+    import logging
+
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
