@@ -10,12 +10,21 @@ optional ``scale`` extra; without it ``--workers`` says how to install it.
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import click
+
 from spanrl.errors import InputError
+
+
+class WorkerFailed(click.ClickException):
+    """A worker died or raised: the run stops before publishing anything (exit 1)."""
+
+    exit_code = 1
 
 Mapper = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], list[Any]]
 
@@ -36,24 +45,24 @@ def worker_pool(workers: int | None) -> Iterator[Mapper]:
     except ImportError:
         raise InputError(f"--workers {workers} runs the stages as Ray tasks, and Ray is not installed: "
                          "pip install 'spanrl[scale]' (or leave --workers out to run in this process)") from None
-    started = False
-    if not ray.is_initialized():
+    if not ray.is_initialized():  # one Ray per process: ingest's two stages share it; stopped at exit
         address = os.environ.get("RAY_ADDRESS")
         if address:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
         else:  # a local cluster for this run only
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
-        started = True
+        atexit.register(ray.shutdown)
 
     def ray_map(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:
         task = ray.remote(num_cpus=1, max_retries=0)(fn)
-        return ray.get([task.remote(*args) for args in calls])
+        try:
+            return ray.get([task.remote(*args) for args in calls])
+        except ray.exceptions.RayError as exc:
+            raise WorkerFailed(f"a Ray task of {fn.__module__}.{fn.__name__} failed, so this step publishes "
+                               f"nothing; re-run the command (it starts from the last published state).\n"
+                               f"{str(exc).strip().splitlines()[-1][:500]}") from None
 
-    try:
-        yield ray_map
-    finally:
-        if started:
-            ray.shutdown()
+    yield ray_map
 
 
 def split_evenly(sizes: Sequence[int], groups: int) -> list[list[int]]:

@@ -118,10 +118,11 @@ def _build(cfg: BuildConfig, given: duckdb.DuckDBPyConnection | None) -> BuildRe
                      "feedback": inv["feedback"]}
         if plan.full or plan.traces or _files_moved(state, inv):
             t0 = time.perf_counter()
-            _compute(con, cfg, rules, plan, set(inv["lake"]))
-            _crash_point("rows")
-            publish_build(build_id, data, lambda tmp: _write_segments(con, data, tmp, build_id, plan, new_state),
-                          new_state)
+            if not _sharded(con, cfg, rules, plan, build_id, new_state, sorted(inv["lake"])):
+                _compute(con, cfg, rules, plan, set(inv["lake"]))
+                _crash_point("rows")
+                publish_build(build_id, data, lambda tmp: _write_segments(con, data, tmp, build_id, plan, new_state),
+                              new_state)
             plan.seconds["rows"] = round(time.perf_counter() - t0, 3)
         else:
             new_state = state or new_state
@@ -131,6 +132,30 @@ def _build(cfg: BuildConfig, given: duckdb.DuckDBPyConnection | None) -> BuildRe
     finally:
         if given is None:
             con.close()
+
+
+def _sharded(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan: Plan, build_id: str,
+             state: dict[str, Any], lake_files: list[str]) -> bool:
+    """``--workers N`` on a full build: stage 2 per shard of connected traces as Ray tasks (shards.py);
+    False (the caller computes in one process) when the lake does not split or a shard conflict says so."""
+    if not plan.full or (cfg.workers or 1) < 2:
+        return False
+    from spanrl.transitions.shards import ShardConflict, plan_shards, write_shards
+
+    con.execute(read_sql("rollouts/macros"))
+    set_variables(con, cfg)
+    shards = plan_shards(con, int(cfg.workers or 1))
+    if not shards:
+        return False
+    try:
+        publish_build(build_id, cfg.data, lambda tmp: write_shards(
+            con, cfg, rules, plan, tmp, build_id, state, shards, lake_files,
+            lambda seg: _segment_sources(Path(cfg.data), plan, seg), open_lake, builder_readable), state)
+    except ShardConflict as exc:
+        state["segments"], state["global"] = {}, {}
+        plan.reason += f"; in one process: {exc}"
+        return False
+    return True
 
 
 def _files_moved(state: dict[str, Any] | None, inv: dict[str, Any]) -> bool:

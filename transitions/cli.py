@@ -13,6 +13,7 @@ from spanrl.transitions.config import STAGE2_FLAGS, IngestConfig, make_ingest_co
 # The transition-builder flags, shared by ``ingest`` and ``transitions build``, generated from the
 # config's fields (spanrl.config.click_options): default, choices and help live on the field.
 stage2_options = click_options(IngestConfig, *STAGE2_FLAGS)
+build_workers_option = click_options(IngestConfig, "workers")  # transitions build only: ingest has it from stage 1
 
 
 @click.group()
@@ -23,6 +24,7 @@ def transitions() -> None:
 @transitions.command("build")
 @data_option
 @stage2_options
+@build_workers_option
 def transitions_build(data: Path, **flags) -> None:
     """Lake -> transition snapshot, without reading new span files.
 
