@@ -322,9 +322,9 @@ def remote_root(url: str, write: bool, command: str) -> Iterator[Path]:
     base.mkdir(parents=True, exist_ok=True)
     busy = (f"another spanrl command on this machine is using the mirror of {url} ({base}); "
             "wait for it to finish")
-    with exclusive(base / ".mirror.lock", busy):
-        lease = acquire_lease(store, command) if write else None
-        try:
+    lease = acquire_lease(store, command) if write else None  # first: a refusal names the writer
+    try:
+        with exclusive(base / ".mirror.lock", busy):
             state = read_state(store)
             root = pull(store, base, state)
             yield root
@@ -334,9 +334,9 @@ def remote_root(url: str, write: bool, command: str) -> Iterator[Path]:
                     import click
 
                     click.echo(f"published {url} (version {version})", err=True)
-        finally:
-            if lease is not None:
-                lease.release()
+    finally:
+        if lease is not None:
+            lease.release()
 
 
 # Which commands may take ``--data s3://...``: writers hold the lease and publish; readers work on a

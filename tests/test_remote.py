@@ -164,3 +164,26 @@ def test_two_ray_workers_from_s3_objects_into_an_s3_root_give_the_local_hash(tmp
     assert _remote_manifest(root)["content_hash"] == latest_manifest(local)["content_hash"]
     q = "select count(*) AS spans, count(DISTINCT trace_id) AS traces from spans"
     assert _sql(root, q) == _sql(str(local), q)
+
+
+def test_a_second_concurrent_ingest_on_the_s3_root_is_refused(tmp_path: Path, root: str) -> None:
+    """A real first writer holds the lease (stopped inside its build); a second ingest is refused at
+    once naming it; the first then finishes and publishes."""
+    otel = _otel(tmp_path)
+    release = tmp_path / "release"
+    first = subprocess.Popen([sys.executable, "-m", "spanrl", "ingest", "--data", root, "--input", str(otel), *ARGS],
+                             env={**os.environ, "SPANRL_TEST_HOLD_AT": f"registered:{release}"},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in first.stderr:  # the builder says when it holds (after the lease and the mirror)
+            if "holding at registered" in line:
+                break
+        second = CliRunner().invoke(cli, ["ingest", "--data", root, "--input", str(otel), *ARGS])
+        assert second.exit_code == 2
+        assert f"is being written by `spanrl ingest` (host {os.uname().nodename}, pid {first.pid})" in \
+            " ".join(second.output.split())
+    finally:
+        release.touch()
+        out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err[-2000:]
+    assert "(version 1)" in err
