@@ -187,3 +187,24 @@ def test_a_second_concurrent_ingest_on_the_s3_root_is_refused(tmp_path: Path, ro
         out, err = first.communicate(timeout=300)
     assert first.returncode == 0, err[-2000:]
     assert "(version 1)" in err
+
+
+def test_the_other_commands_work_on_an_s3_root(tmp_path: Path, root: str) -> None:
+    """Housekeeping writers publish through the lease; readers read the published state."""
+    from spanrl.remote import read_state
+    from spanrl.storage import ObjectStore
+
+    otel = _otel(tmp_path)
+    assert CliRunner().invoke(cli, ["ingest", "--data", root, "--input", str(otel), *ARGS]).exit_code == 0
+    before = read_state(ObjectStore(root)).version
+    compact = CliRunner().invoke(cli, ["lake", "compact", "--data", root])
+    assert compact.exit_code == 0, compact.output
+    out = tmp_path / "export"
+    exported = CliRunner().invoke(cli, ["export", "--data", root, "--format", "parquet", "--out", str(out)])
+    assert exported.exit_code == 0, exported.output
+    assert list(out.glob("*.parquet"))
+    tasks = CliRunner().invoke(cli, ["tasks", "--data", root])
+    assert tasks.exit_code == 0, tasks.output
+    assert read_state(ObjectStore(root)).version >= before  # compaction published, or had nothing to do
+    q = "select count(*) AS n from spans"
+    assert _sql(root, q)[0]["n"] > 0
