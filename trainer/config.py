@@ -18,6 +18,7 @@ import click
 from spanrl.config import check_choices, knob, resolve
 from spanrl.errors import InputError
 from spanrl.options import DEFAULT_DATA, check_keep
+from spanrl.trainer.tracking import parse_report_to  # light: the trackers' libraries load when opened
 
 LOSS_CHOICES = ("pg", "ppo", "sft")
 AGG_CHOICES = ("rollout", "sequence", "token")
@@ -79,6 +80,10 @@ class TrainConfig:
     retrain: bool = knob(False, "Train on a snapshot that adapters/LATEST was already trained on (default: skip it).")
     keep_adapters: int | None = knob(None, "After saving: keep the N newest adapters, plus LATEST and every ancestor of "
                                      "a kept one (`spanrl adapters clean`).", metavar="N")
+    report_to: str = knob("none", "Experiment trackers, comma-separated (the Hugging Face convention): mlflow, "
+                          "tensorboard, wandb or none. Offline: MLflow to DATA/mlruns (or $MLFLOW_TRACKING_URI), "
+                          "event files in DATA/tensorboard, W&B offline mode. Each is an extra: pip install "
+                          "'spanrl[mlflow]'.", env="SPANRL_REPORT_TO", metavar="LIST")
 
     def __post_init__(self) -> None:
         self.model = Path(self.model)
@@ -110,6 +115,10 @@ class TrainConfig:
             raise InputError(f"--lora-alpha must be > 0, got {self.lora_alpha}")
         if self.keep_adapters is not None:
             check_keep("--keep-adapters", self.keep_adapters)
+        try:
+            parse_report_to(self.report_to)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
 
     @property
     def adapters_root(self) -> Path:

@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
+from spanrl.layout import mlruns_dir, tensorboard_dir
+
 TOOLS = ("mlflow", "tensorboard", "wandb")
 
 
@@ -24,7 +26,8 @@ class TrackingUnavailable(RuntimeError):
 class Tracker(Protocol):
     def start(self, params: dict[str, Any]) -> None: ...
     def log(self, step: int, metrics: dict[str, float]) -> None: ...
-    def finish(self, artifact_dir: Path | None, summary: dict[str, float]) -> None: ...
+    def finish(self, artifact_dir: Path | None, summary: dict[str, float],
+               tags: dict[str, str] | None = None) -> None: ...
 
 
 def _need(module: str, extra: str) -> Any:
@@ -47,7 +50,9 @@ class MlflowTracker:
 
     def __init__(self, data: Path, run_name: str) -> None:
         self.mlflow = _need("mlflow", "mlflow")
-        self.uri = os.environ.get("MLFLOW_TRACKING_URI") or (data / "mlruns").resolve().as_uri()
+        self.uri = os.environ.get("MLFLOW_TRACKING_URI") or mlruns_dir(data).resolve().as_uri()
+        if self.uri.startswith("file:"):  # MLflow 3 keeps its file store in maintenance mode, refusing it unless
+            os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # told: it is the offline store spanrl promises
         self.run_name = run_name
 
     def start(self, params: dict[str, Any]) -> None:
@@ -59,7 +64,10 @@ class MlflowTracker:
     def log(self, step: int, metrics: dict[str, float]) -> None:
         self.mlflow.log_metrics(_numbers(metrics), step=step)
 
-    def finish(self, artifact_dir: Path | None, summary: dict[str, float]) -> None:
+    def finish(self, artifact_dir: Path | None, summary: dict[str, float],
+               tags: dict[str, str] | None = None) -> None:
+        if tags:
+            self.mlflow.set_tags(tags)
         if summary:
             self.mlflow.log_metrics(_numbers(summary))
         if artifact_dir is not None:
@@ -68,11 +76,12 @@ class MlflowTracker:
 
 
 class TensorboardTracker:
-    """Scalars in ``DATA/tensorboard/<run name>/`` event files (no artifacts: TensorBoard has none)."""
+    """Scalars in ``DATA/tensorboard/<run name>/`` event files (no artifacts: TensorBoard has none).
+    Written with torch's own writer (torch is already there for training; it needs ``tensorboard``)."""
 
     def __init__(self, data: Path, run_name: str) -> None:
-        mod = _need("tensorboardX", "tensorboard")
-        self.writer = mod.SummaryWriter(str(data / "tensorboard" / run_name))
+        mod = _need("torch.utils.tensorboard", "tensorboard")
+        self.writer = mod.SummaryWriter(str(tensorboard_dir(data) / run_name))
 
     def start(self, params: dict[str, Any]) -> None:
         self.writer.add_text("params", "\n".join(f"{k}: {v}" for k, v in _flat(params).items()), 0)
@@ -81,7 +90,10 @@ class TensorboardTracker:
         for k, v in _numbers(metrics).items():
             self.writer.add_scalar(k, v, step)
 
-    def finish(self, artifact_dir: Path | None, summary: dict[str, float]) -> None:
+    def finish(self, artifact_dir: Path | None, summary: dict[str, float],
+               tags: dict[str, str] | None = None) -> None:
+        if tags:
+            self.writer.add_text("tags", "\n".join(f"{k}: {v}" for k, v in tags.items()), 0)
         for k, v in _numbers(summary).items():
             self.writer.add_scalar(f"cycle/{k}", v, 0)
         self.writer.close()
@@ -101,8 +113,9 @@ class WandbTracker:
     def log(self, step: int, metrics: dict[str, float]) -> None:
         self.run.log(_numbers(metrics), step=step)
 
-    def finish(self, artifact_dir: Path | None, summary: dict[str, float]) -> None:
-        self.run.summary.update(_numbers(summary))
+    def finish(self, artifact_dir: Path | None, summary: dict[str, float],
+               tags: dict[str, str] | None = None) -> None:
+        self.run.summary.update({**_numbers(summary), **(tags or {})})
         if artifact_dir is not None:
             art = self.wandb.Artifact(self.run_name, type="model")
             art.add_dir(str(artifact_dir))
@@ -125,3 +138,22 @@ def parse_report_to(value: str) -> list[str]:
 def open_trackers(value: str, data: Path, run_name: str) -> list[Tracker]:
     """Build every requested tracker now (before training) so a missing library fails early."""
     return [_CLASSES[n](data, run_name) for n in parse_report_to(value)]
+
+
+def start_trackers(value: str, data: Path, run_name: str, params: dict[str, Any]) -> list[Tracker]:
+    """Open the requested trackers and start their run with ``params`` (the training loop's one call)."""
+    trackers = open_trackers(value, data, run_name)
+    for t in trackers:
+        t.start(params)
+    return trackers
+
+
+def log_step(trackers: list[Tracker], step: int, metrics: dict[str, Any]) -> None:
+    for t in trackers:
+        t.log(step, metrics)
+
+
+def finish_trackers(trackers: list[Tracker], artifact_dir: Path | None, summary: dict[str, Any],
+                    tags: dict[str, str] | None = None) -> None:
+    for t in trackers:
+        t.finish(artifact_dir, summary, tags)

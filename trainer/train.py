@@ -56,6 +56,7 @@ from spanrl.trainer.distributed import (
 from spanrl.trainer.logprobs import response_logprobs
 from spanrl.trainer.losses import LOSSES, LossInputs, LossParams
 from spanrl.trainer.step_log import StepProgress, accumulate, metrics_row, new_sums
+from spanrl.trainer.tracking import Tracker, finish_trackers, log_step, start_trackers
 from spanrl.transitions.snapshot import read_snapshot
 
 
@@ -105,6 +106,7 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True, pr
     # ---- load: snapshot rows, parent adapter, sequences, policy
     inputs = load_cycle_inputs(cfg)
     snapshot_id = inputs.manifest["snapshot_id"]
+    trackers = _start_tracking(cfg, inputs) if rank == 0 else []  # a missing library fails before the model loads
     tokenizer = AutoTokenizer.from_pretrained(inputs.base_path, local_files_only=True)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
     seqs, stats = build_sequences(inputs.table, tokenizer, cfg.max_prompt_tokens, cfg.max_response_tokens,
@@ -167,6 +169,7 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True, pr
         row = metrics_row(n, lr, step.n_rollouts, float(grad_norm), sums, maxes, time.time() - t_step,
                           time.process_time() - cpu_step)
         metrics.append(row)
+        log_step(trackers, row["step"], row)
         bar.advance(row)
     bar.close()
 
@@ -179,6 +182,8 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True, pr
                "weights_sha256": digest, "rollouts": len({s.rollout_id for s in seqs}), "transitions": n_transitions,
                "train_loss": mean_loss, "response_tokens": response_tokens, "time_s": round(time.time() - t0, 3)}
         result.cycle_id, result.folder = save_adapter(cfg, inputs, model, metrics, run, promote)
+        finish_trackers(trackers, result.folder, {**run, "mean_final_reward": _mean_final_reward(inputs.table)},
+                        {"cycle_id": result.cycle_id, "snapshot_id": snapshot_id, "promoted": str(promote)})
         if notify:
             warning = notify_vllm(notify, result.cycle_id, result.folder)
             if warning:
@@ -285,6 +290,17 @@ def save_adapter(cfg: TrainConfig, inputs: CycleInputs, model: Any, metrics: lis
 
 
 # ---- small helpers
+
+
+def _start_tracking(cfg: TrainConfig, inputs: CycleInputs) -> list[Tracker]:
+    """``--report-to``: one run per cycle, its params the resolved config and what the cycle trains on."""
+    if not cfg.report_to or cfg.report_to == "none":
+        return []
+    m, parent = inputs.manifest, inputs.parent
+    params = {**cfg.to_dict(), "snapshot_id": m["snapshot_id"], "snapshot_content_hash": m["content_hash_read"],
+              "base_model_hash": inputs.base_hash, "parent": parent.cycle_id if parent else None}
+    cycle = next_cycle_id(parent.state if parent else None)[0]
+    return start_trackers(cfg.report_to, cfg.data, f"cycle-{cycle:04d}-{m['snapshot_id']}", params)
 
 
 def _nothing_to_train_hint(cfg: TrainConfig, stats: DataStats) -> str:

@@ -1,5 +1,6 @@
-"""trainer/tracking.py against fake tracker modules (mlflow, tensorboardX, wandb are not installed here):
-what each tracker is asked to record, the offline defaults, and the missing-library message."""
+"""trainer/tracking.py against fake tracker modules (wandb is not a test dependency; the real MLflow and
+TensorBoard read back a real cycle in test_tracking_real.py): what each tracker is asked to record, the
+offline defaults, and the missing-library message."""
 
 from __future__ import annotations
 
