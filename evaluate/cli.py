@@ -16,8 +16,10 @@ WORSE_EXIT = 1  # --fail-if-worse and a policy is worse than the first
 @click.option("--tasks", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="JSON lines: input (text), optional task_id and expected (as for `spanrl rollout`).")
 @click.option("--policy", "policies", required=True, multiple=True,
-              help="An OpenAI-compatible /v1 URL, or NAME=URL to name it (e.g. the adapter id it serves); "
-                   "repeat: the first is the baseline.")
+              help="An adapter id, LATEST or base (served by `spanrl serve --model MODEL`, started per policy), or "
+                   "an OpenAI-compatible /v1 URL, or NAME=URL to name it; repeat: the first is the baseline.")
+@click.option("--model", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="Base model folder for the policies given as an adapter id, LATEST or base.")
 @click.option("--n", default=4, show_default=True, type=int, help="Samples per task and policy.")
 @click.option("--score", required=True, help='Scorer command: {"task", "output"} JSON on stdin, prints a number.')
 @click.option("--out", default=Path("spanrl-eval"), show_default=True, type=click.Path(file_okay=False, path_type=Path),
@@ -27,11 +29,17 @@ WORSE_EXIT = 1  # --fail-if-worse and a policy is worse than the first
 @click.option("--timeout", default="120s", show_default=True, help="Per attempt.")
 @click.option("--fail-if-worse", is_flag=True, help=f"Exit {WORSE_EXIT} when any policy is worse than the first.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def evaluate(data: Path, tasks: Path, policies: tuple[str, ...], n: int, score: str, out: Path, level: float,
+def evaluate(data: Path, tasks: Path, policies: tuple[str, ...], model: Path | None, n: int, score: str, out: Path,
+             level: float,
              concurrency: int, timeout: str, fail_if_worse: bool, command: tuple[str, ...]) -> None:
     """Run the agent on every task N times per policy (through `spanrl rollout`), score it, and report
     each policy's mean reward with an interval and, per policy vs the first, the paired difference over
     tasks with a seeded bootstrap interval and a verdict: better / worse / no detectable difference.
+
+    \b
+    Example (the base model vs adapters/LATEST, each served by a `spanrl serve` this starts):
+      spanrl eval --tasks heldout.jsonl --model ./models/smollm2-135m --policy base --policy LATEST \\
+          --score "python score.py" -- python agent.py {input}
 
     \b
     Example (the current server vs a candidate's):
@@ -46,7 +54,7 @@ def evaluate(data: Path, tasks: Path, policies: tuple[str, ...], n: int, score: 
     from spanrl.rollout.cli import run_with_progress
 
     cfg = EvalConfig(tasks=tasks, policies=list(policies), command=list(command), score=score, n=n, data=data,
-                     out=out, level=level, concurrency=concurrency, timeout_s=parse_duration(timeout))
+                     out=out, level=level, concurrency=concurrency, timeout_s=parse_duration(timeout), model=model)
     doc = run_eval(cfg, run=run_with_progress)
     print_table(doc, Console())
     png = write_png(doc, out / "report.png")

@@ -14,10 +14,12 @@ from pathlib import Path
 
 from spanrl.errors import InputError
 from spanrl.evaluate.stats import compare, summarize_policy
+from spanrl.layout import adapters_dir, latest_adapter_id
 from spanrl.rollout.config import RolloutConfig
 from spanrl.rollout.runner import RunSummary, resolve_run_id, run_rollouts
 from spanrl.rollout.runs import OK, RunLog
 
+BASE = "base"  # --policy base: the base model without adapter
 PURPOSE = "spanrl.rollout.purpose=eval"  # resource attribute on every evaluation agent span
 RESAMPLES, SEED = 10_000, 0
 
@@ -29,7 +31,7 @@ class EvalConfig:
     tasks: Path
     policies: list[str]
     command: list[str]
-    score: str
+    score: str | None
     n: int = 4
     data: Path = Path("spanrl-data")
     out: Path = Path("spanrl-eval")
@@ -37,6 +39,7 @@ class EvalConfig:
     concurrency: int = 8
     timeout_s: float = 120.0
     env: dict[str, str] = field(default_factory=dict)
+    model: Path | None = None  # base model folder: serves the policies given as an adapter id, LATEST or base
 
     def __post_init__(self) -> None:
         if len(self.policies) < 1:
@@ -54,16 +57,37 @@ def split_policy(policy: str) -> tuple[str, str]:
     return (name, url) if sep and "://" not in name else (policy, policy)
 
 
+def served_adapter(data: Path, policy: str) -> str:
+    """What ``spanrl serve`` must load for a policy that is not a URL: ``base``, or an adapter id
+    (``LATEST`` is pinned to the id it names now, so a cycle finishing mid-eval does not change it)."""
+    if policy == BASE:
+        return BASE
+    adapter = latest_adapter_id(data) if policy == "LATEST" else policy
+    if adapter is None:
+        raise InputError(f"--policy LATEST: {adapters_dir(data)} has no LATEST yet; train a cycle first, or "
+                         f"evaluate the base model with --policy base")
+    if not (adapters_dir(data) / adapter).is_dir():
+        known = sorted(p.name for p in adapters_dir(data).glob("[0-9]*") if p.is_dir())
+        raise InputError(f"--policy {policy!r}: no adapter {adapter} in {adapters_dir(data)} "
+                         f"(`spanrl adapters list`: {', '.join(known[-5:]) or 'none'}); or give a /v1 URL")
+    return adapter
+
+
 def rollout_config(cfg: EvalConfig, policy: str) -> RolloutConfig:
-    """The runner's options for one policy: a URL is ``--policy-url``; anything else is not wired yet."""
+    """The runner's options for one policy: a URL is ``--policy-url``; an adapter id, ``LATEST`` or
+    ``base`` starts ``spanrl serve --model MODEL`` on that adapter for this policy's run."""
     policy = split_policy(policy)[1]
-    if not policy.startswith(("http://", "https://")):
-        raise InputError(f"--policy {policy!r}: give an OpenAI-compatible /v1 URL; to evaluate an adapter id or "
-                         "LATEST start `spanrl serve --model BASE --adapter ID` and pass its URL")
     attrs = ",".join(a for a in (cfg.env.get("OTEL_RESOURCE_ATTRIBUTES"), PURPOSE) if a)
-    rc = RolloutConfig(tasks=cfg.tasks, n=cfg.n, command=list(cfg.command), data=cfg.data, policy_url=policy,
-                       concurrency=cfg.concurrency, timeout_s=cfg.timeout_s, score=cfg.score, adapter_id=policy,
-                       env={**cfg.env, "OTEL_RESOURCE_ATTRIBUTES": attrs})
+    common = dict(tasks=cfg.tasks, n=cfg.n, command=list(cfg.command), data=cfg.data, concurrency=cfg.concurrency,
+                  timeout_s=cfg.timeout_s, score=cfg.score, env={**cfg.env, "OTEL_RESOURCE_ATTRIBUTES": attrs})
+    if policy.startswith(("http://", "https://")):
+        rc = RolloutConfig(**common, policy_url=policy, adapter_id=policy)
+    elif cfg.model is None:
+        raise InputError(f"--policy {policy!r}: an adapter id, LATEST or base is served by `spanrl serve`, which "
+                         "needs --model BASE_MODEL_FOLDER; or start a server yourself and pass its /v1 URL")
+    else:
+        adapter = served_adapter(cfg.data, policy)
+        rc = RolloutConfig(**common, model=cfg.model, serve_adapter=adapter, adapter_id=adapter)
     rc.run_id = ("eval-" + resolve_run_id(rc))[:64]
     return rc
 

@@ -37,6 +37,9 @@ class RolloutConfig:
     score: str | None = field(default=None, metadata={"help": "Scorer command: task+output JSON in, a number out."})
     run_id: str | None = field(default=None, metadata={"help": "Resumable run name (default: tasks file + adapter)."})
     adapter_id: str | None = field(default=None, metadata={"help": "The policy's adapter id for the default run id."})
+    serve_adapter: str | None = field(default=None, metadata={
+        "help": "With --model: what the started server serves: LATEST (default), an adapter id of DATA/adapters, "
+                "or base (no adapter); `spanrl eval` pins each policy with it."})
     retry_failed: bool = field(default=False, metadata={"help": "On resume, try again samples that failed before."})
     kill_grace_s: float = field(default=3.0, metadata={"help": "SIGTERM -> SIGKILL delay for a timed-out group."})
     env: dict[str, str] = field(default_factory=dict, metadata={
@@ -75,6 +78,9 @@ class RolloutConfig:
             raise InputError("--served-model-name names the server the runner starts (--model); for your own "
                              "server start it with that name (`spanrl serve --served-model-name NAME`, "
                              "vLLM `--served-model-name`)")
+        if self.serve_adapter is not None and self.policy_url is not None:
+            raise InputError("serve_adapter picks what the started server (--model) serves; a --policy-url server "
+                             "serves what it was started with")
         if self.temperature is not None and self.policy_url is not None:
             raise InputError("--temperature sets the server the runner starts (--model); for your own server "
                              "start it with `spanrl serve --temperature T` (vLLM: set it in the agent)")

@@ -101,7 +101,8 @@ def _endpoints(cfg: RolloutConfig, log_dir: Path) -> Iterator[tuple[Otlp, str]]:
         if policy is None:
             assert cfg.model is not None  # RolloutConfig guarantees one of the two
             policy = stack.enter_context(started_server(cfg.data, cfg.model, otlp, cfg.temperature,
-                                                        cfg.served_model_names, log_dir / "serve.log"))
+                                                        cfg.served_model_names, log_dir / "serve.log",
+                                                        cfg.serve_adapter))
         yield otlp, policy
 
 
@@ -113,10 +114,17 @@ def resolve_run_id(cfg: RolloutConfig) -> str:
         return cfg.run_id
     if cfg.policy_url is None:  # the server we start serves adapters/LATEST of this data root
         policy = json.dumps({"model": str(cfg.model), "served": cfg.served_model_names, "temperature": cfg.temperature,
-                             "adapter": cfg.adapter_id or latest_adapter_id(cfg.data) or "base"})
+                             "adapter": cfg.adapter_id or _served_adapter(cfg)})
     else:
         policy = json.dumps({"url": cfg.policy_url.rstrip("/"), "adapter": cfg.adapter_id or policy_id(cfg.policy_url)})
     return derive_run_id(cfg.tasks, policy, cfg.command)
+
+
+def _served_adapter(cfg: RolloutConfig) -> str:
+    """The adapter id the started server serves (``serve_adapter`` pinned, else LATEST's), or base."""
+    if cfg.serve_adapter not in (None, "LATEST"):
+        return cfg.serve_adapter
+    return latest_adapter_id(cfg.data) or "base"
 
 
 def run_rollouts(cfg: RolloutConfig, on_plan: Callable[[int], None] | None = None,

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from spanrl.errors import InputError
-from spanrl.layout import latest_adapter_id
+from spanrl.layout import adapters_dir, latest_adapter_id
 from spanrl.processes import stop_group
 from spanrl.rollout.process import otlp_env
 from spanrl.rollout.spans import SCOPE as RUNNER_SCOPE
@@ -41,6 +41,7 @@ _SERVE_READY = re.compile(r"spanrl serve: .* on (http://\S+/v1)")
 
 ROLLOUT_KEY = "spanrl.rollout_id"
 SERVE_SCOPE = "spanrl.serve"  # the tracer of the `spanrl serve` the runner may start (serve/server.py)
+BASE = "base"  # started_server(adapter=BASE): the base model, no adapter
 
 
 class SpanCounts:
@@ -132,12 +133,16 @@ def embedded_collector(data: Path) -> Iterator[Otlp]:
 
 @contextlib.contextmanager
 def started_server(data: Path, model: Path, otlp: Otlp, temperature: float | None, served_names: list[str],
-                   log_path: Path) -> Iterator[str]:
+                   log_path: Path, adapter: str | None = None) -> Iterator[str]:
     """``spanrl serve --model M --adapter LATEST`` (when there is one) on a free port; yields its /v1 URL.
     ``served_names``: the names it answers to (``--served-model-name``, e.g. what an agent hard-codes).
-    Its own spans (exact token ids) go to the run's collector."""
+    ``adapter`` (``spanrl eval`` pins a policy): ``base`` serves the base model alone, an adapter id
+    that folder of DATA/adapters; None or ``LATEST`` follows LATEST. Its own spans (exact token ids)
+    go to the run's collector."""
     cmd = [sys.executable, "-m", "spanrl", "serve", "--model", str(model), "--data", str(data), "--port", "0"]
-    if latest_adapter_id(data):
+    if adapter not in (None, "LATEST", BASE):
+        cmd += ["--adapter", str(adapters_dir(data) / adapter)]
+    elif adapter != BASE and latest_adapter_id(data):
         cmd += ["--adapter", "LATEST"]
     if temperature is not None:
         cmd += ["--temperature", str(temperature)]
