@@ -24,6 +24,7 @@ files stays valid between runs, and a run fetches only the objects it does not h
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -320,23 +321,73 @@ def remote_root(url: str, write: bool, command: str) -> Iterator[Path]:
     store = ObjectStore(url)
     base = mirror_base(url, write)
     base.mkdir(parents=True, exist_ok=True)
-    busy = (f"another spanrl command on this machine is using the mirror of {url} ({base}); "
+    if not write:
+        with read_mirror(store, base) as root:
+            yield root
+        return
+    busy = (f"another spanrl command on this machine is writing the mirror of {url} ({base}); "
             "wait for it to finish")
-    lease = acquire_lease(store, command) if write else None  # first: a refusal names the writer
+    lease = acquire_lease(store, command)  # first: a refusal names the writer
     try:
         with exclusive(base / ".mirror.lock", busy):
             state = read_state(store)
             root = pull(store, base, state)
             yield root
-            if lease is not None:
-                version = push(store, base, state, lease, command)
-                if version is not None:
-                    import click
+            version = push(store, base, state, lease, command)
+            if version is not None:
+                import click
 
-                    click.echo(f"published {url} (version {version})", err=True)
+                click.echo(f"published {url} (version {version})", err=True)
     finally:
-        if lease is not None:
-            lease.release()
+        lease.release()
+
+
+@contextmanager
+def read_mirror(store: ObjectStore, base: Path) -> Iterator[Path]:
+    """A reader's mirror: one folder per state version (``v<version>/``), filled once (from the newest
+    older one, hard-linked, plus the objects that changed) and shared by every reader of that version,
+    each holding a shared lock on it while it runs (``spanrl ui`` for hours, ``spanrl sql`` beside it).
+    Versions no reader holds are removed, the newest excepted."""
+    state = read_state(store)
+    folder = base / f"v{state.version:08d}"
+    held = open(base / f".in-use-{folder.name}", "w")  # noqa: SIM115 - held for the whole command
+    with open(base / ".pull.lock", "w") as pull_lock:
+        fcntl.flock(pull_lock, fcntl.LOCK_EX)  # readers of one machine fill and drop versions one at a time
+        try:
+            if not (folder / ".complete").exists():
+                shutil.rmtree(folder, ignore_errors=True)  # a reader killed while filling it
+                older = sorted(p for p in base.glob("v*") if (p / ".complete").exists())
+                if older:
+                    _link_tree(older[-1], folder)
+                pull(store, folder, state)
+                (folder / ".complete").touch()
+            fcntl.flock(held, fcntl.LOCK_SH)
+            _drop_unused_versions(base, keep=folder)
+        finally:
+            fcntl.flock(pull_lock, fcntl.LOCK_UN)
+    try:
+        yield folder / "root"
+    finally:
+        held.close()
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    """``dst`` as a copy of the mirror folder ``src`` whose files are hard links (readers never write
+    a mirror's files in place)."""
+    shutil.copytree(src, dst, copy_function=os.link, ignore=shutil.ignore_patterns(".complete"))
+
+
+def _drop_unused_versions(base: Path, keep: Path) -> None:
+    for folder in base.glob("v*"):
+        if folder == keep or not folder.is_dir():
+            continue
+        with open(base / f".in-use-{folder.name}", "w") as probe:
+            try:
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a reader still runs on it
+            shutil.rmtree(folder, ignore_errors=True)
+        (base / f".in-use-{folder.name}").unlink(missing_ok=True)
 
 
 # Which commands may take ``--data s3://...``: writers hold the lease and publish; readers work on a

@@ -208,3 +208,20 @@ def test_the_other_commands_work_on_an_s3_root(tmp_path: Path, root: str) -> Non
     assert read_state(ObjectStore(root)).version >= before  # compaction published, or had nothing to do
     q = "select count(*) AS n from spans"
     assert _sql(root, q)[0]["n"] > 0
+
+
+def test_readers_share_a_version_and_a_new_state_gets_its_own(tmp_path: Path, root: str) -> None:
+    """A long reader (``spanrl ui``) does not block another (``spanrl sql``); a reader started after a
+    writer published reads the new state while the first keeps its own."""
+    from spanrl.remote import remote_root
+
+    otel = _otel(tmp_path)
+    assert CliRunner().invoke(cli, ["ingest", "--data", root, "--input", str(otel), *ARGS]).exit_code == 0
+    with remote_root(root, write=False, command="a long reader") as first:
+        version_1 = sorted(p.name for p in first.parent.parent.glob("v*"))
+        assert _sql(root, "select count(*) AS n from spans")[0]["n"] > 0  # a second reader, meanwhile
+        (otel / "more.jsonl").write_text((CAPTURED / "logs-2026-11-22T02-50-00.000.jsonl").read_text())
+        assert CliRunner().invoke(cli, ["ingest", "--data", root, "--input", str(otel), *ARGS]).exit_code == 0
+        _sql(root, "select count(*) AS n from spans")  # reads version 2
+        assert (first / "lake").is_dir()  # the first reader's files are still there
+        assert len(sorted(p.name for p in first.parent.parent.glob("v*"))) == 2 and version_1
