@@ -110,7 +110,8 @@ def worker_spanrl(model: Path, data: Path, steps: int, batch: int, seq_len: int,
     cpu = sum(r["cpu_s"] for r in rows)
     tokens = sum(r["response_tokens"] for r in rows)
     return {"steps": len(rows), "response_tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds,
-            "tokens_per_cpu_s": tokens / cpu, "final_loss": rows[-1]["loss"]}
+            "tokens_per_cpu_s": tokens / cpu, "cpu_s": cpu, "final_loss": rows[-1]["loss"],
+            "losses": [r["loss"] for r in rows]}
 
 
 def worker_trl(model: Path, data: Path, steps: int, batch: int, seq_len: int, budget: int) -> dict:
@@ -161,8 +162,9 @@ def worker_trl(model: Path, data: Path, steps: int, batch: int, seq_len: int, bu
     out = trainer.train()
     seconds = sum(step_times)
     tokens = sum(len(s["ids"]) - s["n_prompt"] for s in seqs)
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     return {"steps": out.global_step, "response_tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds,
-            "tokens_per_cpu_s": tokens / sum(step_cpu), "final_loss": [h["loss"] for h in trainer.state.log_history if "loss" in h][-1]}
+            "tokens_per_cpu_s": tokens / sum(step_cpu), "cpu_s": sum(step_cpu), "final_loss": losses[-1], "losses": losses}
 
 
 def prepare(name: str, work: Path, steps: int, batch: int, seq_len: int, varied: bool,
@@ -250,6 +252,8 @@ def main() -> None:
                       f"{r['seconds']:8.2f} s  {r['tokens_per_s']:9.1f} resp tok/s  peak RSS {r['peak_rss_mb']:8.1f} MB  "
                       f"last-step loss {r['final_loss']:.3f}  (all rounds: "
                       + ", ".join(f"{x['tokens_per_s']:.0f}" for x in runs[side]) + ")")
+                print(f"  {name:5s} {side:7s} per-step losses " + " ".join(f"{v:.4f}" for v in r["losses"])
+                      + f"  CPU s of the steps {r['cpu_s']:.1f}")
             ratio = best["spanrl"]["tokens_per_s"] / best["trl"]["tokens_per_s"]
             cpu_ratio = (max(r["tokens_per_cpu_s"] for r in runs["spanrl"])
                          / max(r["tokens_per_cpu_s"] for r in runs["trl"]))
