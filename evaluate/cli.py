@@ -21,7 +21,13 @@ WORSE_EXIT = 1  # --fail-if-worse and a policy is worse than the first
 @click.option("--model", default=None, type=click.Path(file_okay=False, path_type=Path),
               help="Base model folder for the policies given as an adapter id, LATEST or base.")
 @click.option("--n", default=4, show_default=True, type=int, help="Samples per task and policy.")
-@click.option("--score", required=True, help='Scorer command: {"task", "output"} JSON on stdin, prints a number.')
+@click.option("--score", default=None, help='Scorer command: {"task", "output"} JSON on stdin, prints a number.')
+@click.option("--judge", "judge_url", default=None,
+              help="Score with the LLM judge instead (`spanrl judge`'s prompt): its OpenAI-compatible /v1 URL; each "
+                   "task's samples of all policies are judged together.")
+@click.option("--judge-model", default=None, help="With --judge: the model name the judge server serves.")
+@click.option("--rubric", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="With --judge: rubric text (default: the shipped rubric).")
 @click.option("--out", default=Path("spanrl-eval"), show_default=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for eval.json and report.png.")
 @click.option("--level", default=0.95, show_default=True, type=float, help="Confidence level of the intervals.")
@@ -29,8 +35,8 @@ WORSE_EXIT = 1  # --fail-if-worse and a policy is worse than the first
 @click.option("--timeout", default="120s", show_default=True, help="Per attempt.")
 @click.option("--fail-if-worse", is_flag=True, help=f"Exit {WORSE_EXIT} when any policy is worse than the first.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def evaluate(data: Path, tasks: Path, policies: tuple[str, ...], model: Path | None, n: int, score: str, out: Path,
-             level: float,
+def evaluate(data: Path, tasks: Path, policies: tuple[str, ...], model: Path | None, n: int, score: str | None,
+             judge_url: str | None, judge_model: str | None, rubric: Path | None, out: Path, level: float,
              concurrency: int, timeout: str, fail_if_worse: bool, command: tuple[str, ...]) -> None:
     """Run the agent on every task N times per policy (through `spanrl rollout`), score it, and report
     each policy's mean reward with an interval and, per policy vs the first, the paired difference over
@@ -54,7 +60,8 @@ def evaluate(data: Path, tasks: Path, policies: tuple[str, ...], model: Path | N
     from spanrl.rollout.cli import run_with_progress
 
     cfg = EvalConfig(tasks=tasks, policies=list(policies), command=list(command), score=score, n=n, data=data,
-                     out=out, level=level, concurrency=concurrency, timeout_s=parse_duration(timeout), model=model)
+                     out=out, level=level, concurrency=concurrency, timeout_s=parse_duration(timeout), model=model,
+                     judge_url=judge_url, judge_model=judge_model, rubric=rubric)
     doc = run_eval(cfg, run=run_with_progress)
     print_table(doc, Console())
     png = write_png(doc, out / "report.png")

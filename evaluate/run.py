@@ -14,6 +14,7 @@ from pathlib import Path
 
 from spanrl.errors import InputError
 from spanrl.evaluate.stats import compare, summarize_policy
+from spanrl.judge.config import JudgeConfig
 from spanrl.layout import adapters_dir, latest_adapter_id
 from spanrl.rollout.config import RolloutConfig
 from spanrl.rollout.runner import RunSummary, resolve_run_id, run_rollouts
@@ -40,12 +41,20 @@ class EvalConfig:
     timeout_s: float = 120.0
     env: dict[str, str] = field(default_factory=dict)
     model: Path | None = None  # base model folder: serves the policies given as an adapter id, LATEST or base
+    judge_url: str | None = None  # --judge: rewards from the LLM judge (judge/) instead of --score
+    judge_model: str | None = None
+    rubric: Path | None = None
 
     def __post_init__(self) -> None:
         if len(self.policies) < 1:
             raise InputError("give at least one --policy (the first is the baseline the others are compared to)")
         if len(set(self.policies)) != len(self.policies):
             raise InputError("each --policy once: a policy compared with itself tells nothing")
+        if (self.score is None) == (self.judge_url is None):
+            raise InputError("give one way to score: --score CMD (a scorer command) or --judge URL --judge-model NAME "
+                             "(the LLM judge of `spanrl judge`)")
+        if self.judge_url is not None and not self.judge_model:
+            raise InputError("--judge needs --judge-model NAME (the model the judge server serves)")
         if not 0.5 <= self.level < 1.0:
             raise InputError(f"--level {self.level}: use a confidence level such as 0.95")
 
@@ -92,6 +101,13 @@ def rollout_config(cfg: EvalConfig, policy: str) -> RolloutConfig:
     return rc
 
 
+def judge_config(cfg: EvalConfig) -> JudgeConfig | None:
+    """``--judge``: the judge's own config (its checks and defaults: retries, timeout, token budget)."""
+    if cfg.judge_url is None:
+        return None
+    return JudgeConfig(judge_url=cfg.judge_url, judge_model=cfg.judge_model or "", data=cfg.data, rubric=cfg.rubric)
+
+
 def sample_rewards(data: Path, run_id: str) -> dict[str, list[float]]:
     """Task id -> the scored rewards of its successful samples (the last attempt of each sample)."""
     last: dict[tuple[str, int], float] = {}
@@ -111,13 +127,20 @@ def evaluate(cfg: EvalConfig, run=run_rollouts) -> dict[str, object]:  # noqa: A
     names = [split_policy(p)[0] for p in cfg.policies]
     if len(set(names)) != len(names):
         raise InputError(f"--policy names repeat ({', '.join(names)}): give each policy its own NAME=URL")
+    judge = judge_config(cfg)  # checked before any agent runs
     for policy, name in zip(cfg.policies, names, strict=True):
         rc = rollout_config(cfg, policy)
         runs[name] = run(rc)
         rewards[name] = sample_rewards(cfg.data, rc.run_id or "")
+    judged = None
+    if judge is not None:
+        from spanrl.evaluate.judging import judge_rewards
+
+        rewards, judged = judge_rewards(judge, cfg.tasks, {p: runs[p].run_id for p in names})
+    for policy, name in zip(cfg.policies, names, strict=True):
         if not rewards[name]:
-            raise InputError(f"--policy {policy}: no scored sample (run {rc.run_id}); see the failures above and "
-                             f"{runs[name].run_dir}/logs")
+            raise InputError(f"--policy {policy}: no scored sample (run {runs[name].run_id}); see the failures above "
+                             f"and {runs[name].run_dir}/logs")
     base = names[0]
     doc = {
         "config": {**{k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items() if k != "env"},
@@ -127,6 +150,8 @@ def evaluate(cfg: EvalConfig, run=run_rollouts) -> dict[str, object]:  # noqa: A
         "comparisons": [{"baseline": base, "candidate": p, **compare(rewards[base], rewards[p], cfg.level, RESAMPLES,
                                                                      SEED)} for p in names[1:]],
     }
+    if judged is not None:
+        doc["judge"] = asdict(judged)
     cfg.out.mkdir(parents=True, exist_ok=True)
     (cfg.out / "eval.json").write_text(json.dumps(doc, indent=2) + "\n")
     return doc
