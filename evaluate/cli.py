@@ -33,11 +33,14 @@ WORSE_EXIT = 1  # --fail-if-worse and a policy is worse than the first
 @click.option("--level", default=0.95, show_default=True, type=float, help="Confidence level of the intervals.")
 @click.option("--concurrency", default=8, show_default=True, type=int, help="Agent processes at once.")
 @click.option("--timeout", default="120s", show_default=True, help="Per attempt.")
+@click.option("--report-to", default="none", envvar="SPANRL_REPORT_TO", show_default=True, metavar="LIST",
+              help="Experiment trackers, as `spanrl train --report-to`: mlflow (one candidate adapter id: its training "
+                   "run), tensorboard, wandb, comma-separated.")
 @click.option("--fail-if-worse", is_flag=True, help=f"Exit {WORSE_EXIT} when any policy is worse than the first.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def evaluate(data: Path, tasks: Path, policies: tuple[str, ...], model: Path | None, n: int, score: str | None,
              judge_url: str | None, judge_model: str | None, rubric: Path | None, out: Path, level: float,
-             concurrency: int, timeout: str, fail_if_worse: bool, command: tuple[str, ...]) -> None:
+             concurrency: int, timeout: str, report_to: str, fail_if_worse: bool, command: tuple[str, ...]) -> None:
     """Run the agent on every task N times per policy (through `spanrl rollout`), score it, and report
     each policy's mean reward with an interval and, per policy vs the first, the paired difference over
     tasks with a seeded bootstrap interval and a verdict: better / worse / no detectable difference.
@@ -62,10 +65,24 @@ def evaluate(data: Path, tasks: Path, policies: tuple[str, ...], model: Path | N
     cfg = EvalConfig(tasks=tasks, policies=list(policies), command=list(command), score=score, n=n, data=data,
                      out=out, level=level, concurrency=concurrency, timeout_s=parse_duration(timeout), model=model,
                      judge_url=judge_url, judge_model=judge_model, rubric=rubric)
+    trackers = []
+    if report_to and report_to != "none":
+        from spanrl.evaluate.run import split_policy
+        from spanrl.evaluate.track import open_eval_trackers
+        from spanrl.trainer.tracking import TrackingUnavailable
+
+        try:
+            trackers = open_eval_trackers(report_to, data, [split_policy(p)[0] for p in policies])
+        except (TrackingUnavailable, ValueError) as exc:
+            raise click.UsageError(str(exc)) from None
     doc = run_eval(cfg, run=run_with_progress)
     print_table(doc, Console())
     png = write_png(doc, out / "report.png")
     click.echo(f"{out / 'eval.json'}, {png}")
+    if trackers:
+        from spanrl.evaluate.track import log_eval
+
+        log_eval(trackers, doc, out)
     if fail_if_worse and any(c["verdict"] == "worse" for c in doc["comparisons"]):
         click.echo("spanrl eval: a policy is worse than the baseline (--fail-if-worse)", err=True)
         click.get_current_context().exit(WORSE_EXIT)

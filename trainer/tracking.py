@@ -14,12 +14,13 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
+from spanrl.errors import InputError
 from spanrl.layout import mlruns_dir, tensorboard_dir
 
 TOOLS = ("mlflow", "tensorboard", "wandb")
 
 
-class TrackingUnavailable(RuntimeError):
+class TrackingUnavailable(InputError):
     """A requested tracker's library is not installed (the message says what to pip install)."""
 
 
@@ -46,10 +47,13 @@ def _flat(params: dict[str, Any]) -> dict[str, str]:
 
 
 class MlflowTracker:
-    """One MLflow run per cycle in ``MLFLOW_TRACKING_URI`` or the local file store ``DATA/mlruns``."""
+    """One MLflow run per cycle in ``MLFLOW_TRACKING_URI`` or the local file store ``DATA/mlruns``.
+    ``attach_to``: a cycle id whose run (tag ``cycle_id``) this one continues (``spanrl eval`` adds its
+    numbers to the candidate adapter's training run); a new run when there is none."""
 
-    def __init__(self, data: Path, run_name: str) -> None:
+    def __init__(self, data: Path, run_name: str, attach_to: str | None = None, artifact_name: str = "adapter") -> None:
         self.mlflow = _need("mlflow", "mlflow")
+        self.attach_to, self.artifact_name = attach_to, artifact_name
         self.uri = os.environ.get("MLFLOW_TRACKING_URI") or mlruns_dir(data).resolve().as_uri()
         if self.uri.startswith("file:"):  # MLflow 3 keeps its file store in maintenance mode, refusing it unless
             os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # told: it is the offline store spanrl promises
@@ -58,8 +62,18 @@ class MlflowTracker:
     def start(self, params: dict[str, Any]) -> None:
         self.mlflow.set_tracking_uri(self.uri)
         self.mlflow.set_experiment("spanrl")
-        self.mlflow.start_run(run_name=self.run_name)
+        found = self._cycle_run() if self.attach_to else None
+        if found is not None:
+            self.mlflow.start_run(run_id=found)
+        else:
+            self.mlflow.start_run(run_name=self.run_name)
         self.mlflow.log_params(_flat(params))
+
+    def _cycle_run(self) -> str | None:
+        quoted = str(self.attach_to).replace("'", "")
+        runs = self.mlflow.search_runs(experiment_names=["spanrl"], filter_string=f"tags.cycle_id = '{quoted}'",
+                                       output_format="list")
+        return runs[0].info.run_id if runs else None
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         self.mlflow.log_metrics(_numbers(metrics), step=step)
@@ -71,7 +85,7 @@ class MlflowTracker:
         if summary:
             self.mlflow.log_metrics(_numbers(summary))
         if artifact_dir is not None:
-            self.mlflow.log_artifacts(str(artifact_dir), artifact_path="adapter")
+            self.mlflow.log_artifacts(str(artifact_dir), artifact_path=self.artifact_name)
         self.mlflow.end_run()
 
 
@@ -79,7 +93,7 @@ class TensorboardTracker:
     """Scalars in ``DATA/tensorboard/<run name>/`` event files (no artifacts: TensorBoard has none).
     Written with torch's own writer (torch is already there for training; it needs ``tensorboard``)."""
 
-    def __init__(self, data: Path, run_name: str) -> None:
+    def __init__(self, data: Path, run_name: str, attach_to: str | None = None, artifact_name: str = "adapter") -> None:
         mod = _need("torch.utils.tensorboard", "tensorboard")
         self.writer = mod.SummaryWriter(str(tensorboard_dir(data) / run_name))
 
@@ -102,10 +116,10 @@ class TensorboardTracker:
 class WandbTracker:
     """A W&B run, offline unless the user set ``WANDB_MODE``; the adapter as a model artifact."""
 
-    def __init__(self, data: Path, run_name: str) -> None:
+    def __init__(self, data: Path, run_name: str, attach_to: str | None = None, artifact_name: str = "adapter") -> None:
         self.wandb = _need("wandb", "wandb")
         os.environ.setdefault("WANDB_MODE", "offline")
-        self.data, self.run_name, self.run = data, run_name, None
+        self.data, self.run_name, self.run, self.artifact_name = data, run_name, None, artifact_name
 
     def start(self, params: dict[str, Any]) -> None:
         self.run = self.wandb.init(project="spanrl", name=self.run_name, dir=str(self.data), config=_flat(params))
@@ -117,7 +131,7 @@ class WandbTracker:
                tags: dict[str, str] | None = None) -> None:
         self.run.summary.update({**_numbers(summary), **(tags or {})})
         if artifact_dir is not None:
-            art = self.wandb.Artifact(self.run_name, type="model")
+            art = self.wandb.Artifact(self.run_name, type="model" if self.artifact_name == "adapter" else "evaluation")
             art.add_dir(str(artifact_dir))
             self.run.log_artifact(art)
         self.run.finish()
@@ -135,14 +149,16 @@ def parse_report_to(value: str) -> list[str]:
     return names
 
 
-def open_trackers(value: str, data: Path, run_name: str) -> list[Tracker]:
+def open_trackers(value: str, data: Path, run_name: str, attach_to: str | None = None,
+                  artifact_name: str = "adapter") -> list[Tracker]:
     """Build every requested tracker now (before training) so a missing library fails early."""
-    return [_CLASSES[n](data, run_name) for n in parse_report_to(value)]
+    return [_CLASSES[n](data, run_name, attach_to, artifact_name) for n in parse_report_to(value)]
 
 
-def start_trackers(value: str, data: Path, run_name: str, params: dict[str, Any]) -> list[Tracker]:
+def start_trackers(value: str, data: Path, run_name: str, params: dict[str, Any], attach_to: str | None = None,
+                   artifact_name: str = "adapter") -> list[Tracker]:
     """Open the requested trackers and start their run with ``params`` (the training loop's one call)."""
-    trackers = open_trackers(value, data, run_name)
+    trackers = open_trackers(value, data, run_name, attach_to, artifact_name)
     for t in trackers:
         t.start(params)
     return trackers

@@ -32,7 +32,7 @@ def judged(tmp_path_factory):
                 "eval", "--data", str(data), "--tasks", str(tasks), "--n", "1", "--out", str(root / "out"),
                 "--timeout", "90s", "--policy", f"base=http://127.0.0.1:{nope.server_port}/v1",
                 "--policy", f"0002-good={policy.url}", "--judge", judge.url, "--judge-model", "judge-m",
-                "--concurrency", "3", "--", *AGENT])
+                "--concurrency", "3", "--report-to", "tensorboard", "--", *AGENT])
             yield root, res, judge.seen
     finally:
         nope.shutdown()
@@ -64,3 +64,16 @@ def test_score_and_judge_exclude_each_other(tmp_path: Path) -> None:
     for extra in ([], ["--score", "s", "--judge", "http://j/v1", "--judge-model", "m"], ["--judge", "http://j/v1"]):
         res = CliRunner().invoke(cli, [*base, *extra, "--", "agent"])
         assert res.exit_code == 2 and ("one way to score" in res.output or "--judge-model" in res.output), res.output
+
+
+def test_eval_report_to_tensorboard_writes_the_means(judged) -> None:
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    root, res, _ = judged
+    assert res.exit_code == 0, res.output
+    (run,) = (root / "data" / "tensorboard").iterdir()
+    acc = EventAccumulator(str(run))
+    acc.Reload()
+    assert [e.value for e in acc.Scalars("cycle/eval/0002-good/mean")] == [1.0]
+    assert [e.value for e in acc.Scalars("cycle/eval/base/mean")] == [pytest.approx(0.2)]
