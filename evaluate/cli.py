@@ -20,6 +20,8 @@ WORSE_EXIT = 1  # --fail-if-worse and a policy is worse than the first
                    "an OpenAI-compatible /v1 URL, or NAME=URL to name it; repeat: the first is the baseline.")
 @click.option("--model", default=None, type=click.Path(file_okay=False, path_type=Path),
               help="Base model folder for the policies given as an adapter id, LATEST or base.")
+@click.option("--served-model-name", "served_model_names", multiple=True, metavar="NAME",
+              help="With --model: a name the started servers answer to (the model name an agent hard-codes); repeatable.")
 @click.option("--n", default=4, show_default=True, type=int, help="Samples per task and policy.")
 @click.option("--score", default=None, help='Scorer command: {"task", "output"} JSON on stdin, prints a number.')
 @click.option("--judge", "judge_url", default=None,
@@ -38,7 +40,8 @@ WORSE_EXIT = 1  # --fail-if-worse and a policy is worse than the first
                    "run), tensorboard, wandb, comma-separated.")
 @click.option("--fail-if-worse", is_flag=True, help=f"Exit {WORSE_EXIT} when any policy is worse than the first.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def evaluate(data: Path, tasks: Path, policies: tuple[str, ...], model: Path | None, n: int, score: str | None,
+def evaluate(data: Path, tasks: Path, policies: tuple[str, ...], model: Path | None,
+             served_model_names: tuple[str, ...], n: int, score: str | None,
              judge_url: str | None, judge_model: str | None, rubric: Path | None, out: Path, level: float,
              concurrency: int, timeout: str, report_to: str, fail_if_worse: bool, command: tuple[str, ...]) -> None:
     """Run the agent on every task N times per policy (through `spanrl rollout`), score it, and report
@@ -64,6 +67,7 @@ def evaluate(data: Path, tasks: Path, policies: tuple[str, ...], model: Path | N
 
     cfg = EvalConfig(tasks=tasks, policies=list(policies), command=list(command), score=score, n=n, data=data,
                      out=out, level=level, concurrency=concurrency, timeout_s=parse_duration(timeout), model=model,
+                     served_model_names=list(served_model_names),
                      judge_url=judge_url, judge_model=judge_model, rubric=rubric)
     trackers = []
     if report_to and report_to != "none":

@@ -41,6 +41,7 @@ class EvalConfig:
     timeout_s: float = 120.0
     env: dict[str, str] = field(default_factory=dict)
     model: Path | None = None  # base model folder: serves the policies given as an adapter id, LATEST or base
+    served_model_names: list[str] = field(default_factory=list)  # with --model: names the started server answers to
     judge_url: str | None = None  # --judge: rewards from the LLM judge (judge/) instead of --score
     judge_model: str | None = None
     rubric: Path | None = None
@@ -96,7 +97,8 @@ def rollout_config(cfg: EvalConfig, policy: str) -> RolloutConfig:
                          "needs --model BASE_MODEL_FOLDER; or start a server yourself and pass its /v1 URL")
     else:
         adapter = served_adapter(cfg.data, policy)
-        rc = RolloutConfig(**common, model=cfg.model, serve_adapter=adapter, adapter_id=adapter)
+        rc = RolloutConfig(**common, model=cfg.model, serve_adapter=adapter, adapter_id=adapter,
+                           served_model_names=list(cfg.served_model_names))
     rc.run_id = ("eval-" + resolve_run_id(rc))[:64]
     return rc
 

@@ -23,7 +23,9 @@ def cfg(tmp_path: Path) -> EvalConfig:
 
 
 def test_each_policy_kind_becomes_its_server(cfg: EvalConfig) -> None:
+    cfg.served_model_names = ["policy"]  # the model name an agent hard-codes: the started servers answer to it
     rcs = {p: rollout_config(cfg, p) for p in ("base", "LATEST", "0001-a", "x=http://h:1/v1")}
+    assert rcs["base"].served_model_names == ["policy"] and rcs["x=http://h:1/v1"].served_model_names == []
     assert [(rcs[p].serve_adapter, rcs[p].policy_url) for p in rcs] == [
         ("base", None), ("0002-b", None), ("0001-a", None), (None, "http://h:1/v1")]
     assert all(rcs[p].model == cfg.model for p in ("base", "LATEST", "0001-a"))
