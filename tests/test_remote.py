@@ -88,7 +88,7 @@ def test_an_s3_root_gives_the_local_hash_and_the_same_sql_answers(tmp_path: Path
 
 
 def test_one_writer_at_a_time_and_an_expired_lease_is_taken_over(tmp_path: Path, root: str, monkeypatch) -> None:
-    from spanrl.remote import LEASE
+    from spanrl.lease import LEASE
     from spanrl.storage import ObjectStore
 
     otel = _otel(tmp_path)
