@@ -19,14 +19,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote
 
 from spanrl.layout import latest_adapter_id
 from spanrl.rollout.config import RolloutConfig
 from spanrl.rollout.process import agent_env, otlp_protocol, run_attempt, run_scorer
 from spanrl.rollout.reaper import reap_orphans
 from spanrl.rollout.runs import OK, Attempt, RunLog, derive_run_id, plan_run, rollout_id_for
-from spanrl.rollout.services import Otlp, embedded_collector, policy_id, started_server
-from spanrl.rollout.spans import attempt_request, post_spans
+from spanrl.rollout.services import Otlp, embedded_collector, gateway_info, policy_id, started_server
+from spanrl.rollout.spans import attempt_request, new_span_ids, post_spans, traceparent
 from spanrl.rollout.tasks import Task, read_tasks
 
 
@@ -60,6 +61,7 @@ class RunSummary:
     output_kept: int = 0
     descendants_killed: int = 0  # processes an attempt left running (setsid ones included), killed at its end
     orphans_stopped: list[str] = field(default_factory=list)  # a dead runner's agents stopped before resuming
+    gateway: str | None = None  # the policy is a spanrl gateway (its root URL): each attempt gets its own base URL
 
     @property
     def without_agent_spans(self) -> list[str]:
@@ -88,15 +90,17 @@ class RunSummary:
                 "spans_without_rollout_id": self.spans_without_rollout_id if self.spans_checked else None,
                 "output_bytes": self.output_bytes, "output_kept": self.output_kept,
                 "descendants_killed": self.descendants_killed, "orphans_stopped": self.orphans_stopped,
-                "nothing_succeeded": self.nothing_succeeded}
+                "gateway": self.gateway, "nothing_succeeded": self.nothing_succeeded}
 
 
 @contextlib.contextmanager
-def _endpoints(cfg: RolloutConfig, log_dir: Path) -> Iterator[tuple[Otlp, str]]:
-    """(where the spans go, policy /v1 URL): the user's, or ones this run starts and stops."""
+def _endpoints(cfg: RolloutConfig, log_dir: Path, gateway: dict | None = None) -> Iterator[tuple[Otlp, str]]:
+    """(where the spans go, policy /v1 URL): the user's, or ones this run starts and stops. A
+    ``spanrl gateway`` writing this data root holds its collector lock: its collector is ours too."""
     with contextlib.ExitStack() as stack:
+        shared = (gateway or {}).get("otlp") if (gateway or {}).get("data") == str(Path(cfg.data).resolve()) else None
         otlp = (Otlp(cfg.otlp, otlp_protocol(cfg.otlp, cfg.otlp_protocol)) if cfg.otlp
-                else stack.enter_context(embedded_collector(cfg.data)))
+                else Otlp(str(shared)) if shared else stack.enter_context(embedded_collector(cfg.data)))
         policy = cfg.policy_url
         if policy is None:
             assert cfg.model is not None  # RolloutConfig guarantees one of the two
@@ -143,7 +147,9 @@ def run_rollouts(cfg: RolloutConfig, on_plan: Callable[[int], None] | None = Non
         on_plan(len(plan.todo))
     if plan.todo:
         summary.orphans_stopped = reap_orphans(run_id)  # a killed runner's agents, before their samples rerun
-        with _endpoints(cfg, log.dir) as (otlp, policy):
+        gateway = gateway_info(cfg.policy_url) if cfg.policy_url else None
+        summary.gateway = cfg.policy_url.rstrip("/").removesuffix("/v1") if gateway and cfg.policy_url else None
+        with _endpoints(cfg, log.dir, gateway) as (otlp, policy):
             summary.otlp, summary.otlp_protocol = otlp.endpoint, otlp.protocol
             summary.spans_checked = otlp.counts is not None
             asyncio.run(_run_all(cfg, log, plan.todo, otlp, policy, summary, on_done))
@@ -187,6 +193,9 @@ async def _run_all(cfg: RolloutConfig, log: RunLog, todo: list[tuple[Task, int, 
 async def _one_attempt(cfg: RolloutConfig, log: RunLog, att: Attempt, otlp: Otlp, policy: str,
                        summary: RunSummary) -> None:
     log.start(att)
+    ids = new_span_ids()
+    if summary.gateway:  # the gateway puts every call of this attempt under its rollout id and our span
+        policy = f"{summary.gateway}/r/{quote(att.rollout_id, safe='')}/{traceparent(ids)}/v1"
     env = agent_env({**os.environ, **cfg.env}, att, otlp.endpoint, policy, otlp.protocol, run_id=summary.run_id)
     start_ns, end_ns = await run_attempt(att, cfg.command, env, log.log_paths(att.rollout_id), cfg.timeout_s,
                                          cfg.kill_grace_s)
@@ -195,7 +204,7 @@ async def _one_attempt(cfg: RolloutConfig, log: RunLog, att: Attempt, otlp: Otlp
     summary.descendants_killed += att.extra.get("descendants_killed", 0)
     if otlp.counts is not None:  # the process has exited: whatever its SDK flushed is on disk and counted
         att.agent_spans = summary.agent_spans[att.rollout_id] = otlp.counts.get(att.rollout_id)
-    error = await asyncio.to_thread(post_spans, otlp.endpoint, attempt_request(att, summary.run_id, start_ns, end_ns),
+    error = await asyncio.to_thread(post_spans, otlp.endpoint, attempt_request(att, summary.run_id, start_ns, end_ns, ids),
                                     protocol=otlp.protocol)
     if error:
         summary.span_errors.append(f"{att.rollout_id}: {error}")

@@ -173,6 +173,13 @@ def _wait_for_server(proc: subprocess.Popen, log_path: Path, start: int) -> str:
     raise InputError(f"`spanrl serve` not ready after {SERVE_START_TIMEOUT_S:g}s (log: {log_path})")
 
 
+def gateway_info(url: str) -> dict[str, object] | None:
+    """What a ``spanrl gateway`` at this policy URL says of itself (``GET /spanrl/gateway``: its
+    collector, data root), or None for any other server."""
+    info = _get_json(url.rstrip("/").removesuffix("/v1") + "/spanrl/gateway")
+    return info if isinstance(info, dict) and info.get("gateway") == "spanrl" else None
+
+
 def policy_id(url: str) -> str:
     """The adapter a policy server answers with, for the default run id: ``spanrl serve``'s
     ``/health`` names it; otherwise (vLLM, any OpenAI-compatible server) the sorted ``/models`` ids,

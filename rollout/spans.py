@@ -28,10 +28,12 @@ ENDED = "spanrl.rollout.ended"  # _rollout_status.sql: the rollout holding this 
 TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
-def attempt_request(att: Attempt, run_id: str, start_ns: int, end_ns: int) -> ExportTraceServiceRequest:
+def attempt_request(att: Attempt, run_id: str, start_ns: int, end_ns: int,
+                    ids: tuple[bytes, bytes] | None = None) -> ExportTraceServiceRequest:
     """One ``spanrl.rollout`` span for ``att`` (a root span of its own trace), sent after its process
     exited; ``spanrl.rollout.agent_spans`` is how many spans the agent sent, when the runner could
-    count them (its embedded collector)."""
+    count them (its embedded collector). ``ids`` (trace id, span id): chosen before the attempt ran,
+    when a gateway parented the attempt's calls to this span (``new_span_ids``); else random."""
     req = ExportTraceServiceRequest()
     rs = req.resource_spans.add()
     for key, value in (("service.name", SERVICE), ("spanrl.rollout_id", att.rollout_id),
@@ -39,7 +41,8 @@ def attempt_request(att: Attempt, run_id: str, start_ns: int, end_ns: int) -> Ex
         rs.resource.attributes.add(key=key).value.string_value = value
     ss = rs.scope_spans.add()
     ss.scope.name = SCOPE
-    span = ss.spans.add(trace_id=os.urandom(16), span_id=os.urandom(8), name="spanrl.rollout",
+    trace_id, span_id = ids or new_span_ids()
+    span = ss.spans.add(trace_id=trace_id, span_id=span_id, name="spanrl.rollout",
                         kind=Span.SPAN_KIND_INTERNAL, start_time_unix_nano=start_ns, end_time_unix_nano=end_ns)
     attrs: dict[str, str | int | bool | float] = {
         "spanrl.rollout_id": att.rollout_id, "spanrl.task_id": att.task.task_id, "spanrl.run_id": run_id,
@@ -65,6 +68,16 @@ def attempt_request(att: Attempt, run_id: str, start_ns: int, end_ns: int) -> Ex
         span.status.code = Status.STATUS_CODE_ERROR
         span.status.message = ("timed out" if att.status == "timeout" else f"exit code {att.exit_code}")
     return req
+
+
+def new_span_ids() -> tuple[bytes, bytes]:
+    """A random (trace id, span id) for an attempt's span."""
+    return os.urandom(16), os.urandom(8)
+
+
+def traceparent(ids: tuple[bytes, bytes]) -> str:
+    """The W3C ``traceparent`` naming that span (sampled)."""
+    return f"00-{ids[0].hex()}-{ids[1].hex()}-01"
 
 
 def post_spans(endpoint: str, req: ExportTraceServiceRequest, timeout_s: float = 10.0,

@@ -34,6 +34,7 @@ COMMANDS = {
     "train": "spanrl.trainer.cli:train",
     "adapters": "spanrl.trainer.cli:adapters",
     "serve": "spanrl.serve.cli:serve",
+    "gateway": "spanrl.gateway.cli:gateway",
     "demo": "spanrl.demo.cli:demo",
     "report": "spanrl.demo.cli:report",
     "tasks": "spanrl.rollout.cli:tasks",

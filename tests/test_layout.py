@@ -27,6 +27,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "judge": {"transitions"},  # trajectories from snapshots; its scores leave as feedback files
     # the trajectory browser reads the lake (query), snapshots, the cycle log and the demo's report history
     "ui": {"ingest", "transitions", "query", "trainer", "demo"},
+    "gateway": {"collector", "serve"},  # an embedded collector; serve's span helpers and API errors
     "evaluate": {"rollout", "trainer", "judge"},  # policies through the rollout runner; promotes via trainer; --judge
 }
 STAGES = set(MAY_IMPORT)

@@ -1,0 +1,1 @@
+"""``spanrl gateway``: an OpenAI-compatible proxy that records every LLM call with engine token ids."""

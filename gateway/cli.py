@@ -1,0 +1,47 @@
+"""``spanrl gateway``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from spanrl.options import data_option
+
+
+@click.command()
+@data_option
+@click.option("--upstream", required=True, help="The upstream's OpenAI base URL (vLLM, SGLang, spanrl serve, a hosted API), "
+              "e.g. http://127.0.0.1:8000/v1.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Bind address.")
+@click.option("--port", default=8400, show_default=True, type=int, help="Port (0 picks a free one; the URL is printed).")
+@click.option("--otlp", default=None, help="OTLP/HTTP base URL for the spans (default: an embedded collector writing DATA/otel).")
+@click.option("--token", envvar="SPANRL_GATEWAY_TOKEN", default=None,
+              help="Require 'Authorization: Bearer TOKEN' from agents (env SPANRL_GATEWAY_TOKEN); without it the "
+                   "agent's Authorization header is passed to the upstream.")
+@click.option("--upstream-key", envvar="SPANRL_UPSTREAM_KEY", default=None,
+              help="API key sent to the upstream (env SPANRL_UPSTREAM_KEY; default: the agent's own header).")
+@click.option("--token-ids", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
+              help="Ask the upstream for engine token ids (vLLM's return_token_ids); auto stops asking when the "
+                   "upstream rejects the field.")
+@click.option("--capture-messages/--no-capture-messages", default=True, show_default=True,
+              help="Record gen_ai.input/output.messages on the spans (token ids are always recorded).")
+def gateway(data: Path, upstream: str, host: str, port: int, otlp: str | None, token: str | None,
+            upstream_key: str | None, token_ids: str, capture_messages: bool) -> None:
+    """OpenAI-compatible proxy that records every LLM call of any agent with engine token ids.
+
+    Point an agent's OPENAI_BASE_URL at it (or `spanrl rollout --policy-url` at its /v1): each
+    chat completion is forwarded to --upstream asking for token ids, and one span per call
+    (GenAI conventions + spanrl.* token ids) goes to DATA/otel or --otlp. See docs/gateway.md.
+
+    \b
+    Example:
+      spanrl gateway --upstream http://127.0.0.1:8000/v1 --port 8400
+    """
+    import logging
+
+    from spanrl.gateway.server import GatewayConfig, run_gateway
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    run_gateway(GatewayConfig(upstream=upstream, data=data, host=host, port=port, otlp=otlp, token=token or None,
+                              upstream_key=upstream_key or None, token_ids=token_ids, capture_messages=capture_messages))
