@@ -27,6 +27,7 @@ from aiohttp import web
 
 from spanrl.errors import InputError
 from spanrl.gateway.tracing import Accumulator, response_attributes, strip_extras
+from spanrl.layout import otel_dir
 from spanrl.serve.api import ApiError, auth_middleware, error_response, json_body
 from spanrl.serve.tracing import make_tracer_provider, request_attributes
 
@@ -298,7 +299,7 @@ def run_gateway(config: GatewayConfig) -> None:
     async def main() -> None:
         gateway, runner, collector, url = await _start(config, None)
         print(f"spanrl gateway: {url}/v1 -> {config.upstream} (spans: {gateway.otlp_url}"
-              f"{' = embedded collector, ' + str(Path(config.data) / 'otel') if collector else ''})", flush=True)
+              f"{' = embedded collector, ' + str(otel_dir(config.data)) if collector else ''})", flush=True)
         try:
             await asyncio.Event().wait()
         finally:
