@@ -63,6 +63,17 @@ def adapters_dir(data: Path | str) -> Path:
     return Path(data) / ADAPTERS
 
 
+AGENT_ADAPTERS = "agents"  # adapters/agents/<agent>/: one adapter chain per agent (its own LATEST, cycle log)
+
+
+def agent_adapters_dir(data: Path | str, agent: str) -> Path:
+    """The adapters root of one agent's chain (``spanrl train --agent NAME``; ``spanrl serve
+    --agent-adapter``). Under ``adapters/agents/`` so no agent name can collide with a cycle id."""
+    if not agent or agent.startswith(".") or any(not (c.isalnum() or c in "._-") for c in agent):
+        raise ValueError(f"agent name {agent!r}: use letters, digits, '.', '_' and '-' (it names a folder)")
+    return adapters_dir(data) / AGENT_ADAPTERS / agent
+
+
 def feedback_dir(data: Path | str) -> Path:
     """Delayed rewards: dropped in by the user, ``spanrl rollout``'s scorer and ``spanrl judge``."""
     return Path(data) / FEEDBACK

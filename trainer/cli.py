@@ -17,7 +17,7 @@ from spanrl.trainer.config import TrainConfig  # light: no torch
 TRAIN_FLAGS = ("loss_agg", "lr", "lr_schedule", "epochs", "rollouts_per_step", "tokens_per_batch", "max_prompt_tokens",
                "max_response_tokens", "is_cap", "clip_eps", "clip_eps_high", "kl_coef", "sft_min_return", "sft_top_k",
                "grad_clip", "lora_r", "lora_alpha", "gradient_checkpointing", "merge_calls", "seed", "fresh", "retrain",
-               "new_only", "keep_adapters", "report_to")
+               "new_only", "keep_adapters", "report_to", "agent")
 
 
 @click.command()

@@ -17,6 +17,7 @@ import click
 
 from spanrl.config import check_choices, knob, resolve
 from spanrl.errors import InputError
+from spanrl.layout import agent_adapters_dir
 from spanrl.options import DEFAULT_DATA, check_keep
 from spanrl.trainer.tracking import parse_report_to  # light: the trackers' libraries load when opened
 
@@ -76,6 +77,8 @@ class TrainConfig:
                              flag="--merge-calls/--no-merge-calls", show="on")
     seed: int = knob(0, "Seed for LoRA init and rollout order.")
     fresh: bool = knob(False, "Start a new adapter instead of continuing LATEST.")
+    agent: str | None = knob(None, "Train only the transitions of this agent (agent_name) into its own adapter chain, "
+                             "DATA/adapters/agents/NAME (its own LATEST and cycle log; --out overrides).", metavar="NAME")
     new_only: bool = knob(False, "Train only on rollouts that no earlier cycle of adapters/LATEST's chain trained on.")
     retrain: bool = knob(False, "Train on a snapshot that adapters/LATEST was already trained on (default: skip it).")
     keep_adapters: int | None = knob(None, "After saving: keep the N newest adapters, plus LATEST and every ancestor of "
@@ -90,6 +93,11 @@ class TrainConfig:
         self.data = Path(self.data)
         self.out = Path(self.out) if self.out is not None else None
         check_choices(self)
+        if self.agent is not None:
+            try:
+                agent_adapters_dir(self.data, self.agent)
+            except ValueError as exc:
+                raise InputError(f"--agent: {exc}") from None
         for name in ("rollouts_per_step", "tokens_per_batch", "max_prompt_tokens", "max_response_tokens"):
             if getattr(self, name) < 1:
                 raise InputError(f"--{_flag(name)} must be >= 1, got {getattr(self, name)}")
@@ -122,7 +130,9 @@ class TrainConfig:
 
     @property
     def adapters_root(self) -> Path:
-        return self.out if self.out is not None else self.data / "adapters"
+        if self.out is not None:
+            return self.out
+        return agent_adapters_dir(self.data, self.agent) if self.agent else self.data / "adapters"
 
     @property
     def resolved_lr(self) -> float:

@@ -207,6 +207,8 @@ def load_cycle_inputs(cfg: TrainConfig) -> CycleInputs:
     snapshot_id = manifest["snapshot_id"]
     if table.num_rows == 0:
         raise InputError(f"snapshot {snapshot_id} has no transitions; ingest more rollouts, then train")
+    if cfg.agent is not None:
+        table = agent_rows(table, cfg.agent, snapshot_id)
     parent = None if cfg.fresh else read_latest(cfg.adapters_root)
     inputs = CycleInputs(table, manifest, parent, base_path, base_hash)
     if parent is None:
@@ -228,6 +230,18 @@ def load_cycle_inputs(cfg: TrainConfig) -> CycleInputs:
                                  "and its parents have not trained on (--new-only)")
         inputs.table, inputs.already_trained_rows = new, table.num_rows - new.num_rows
     return inputs
+
+
+def agent_rows(table: Any, agent: str, snapshot_id: str) -> Any:
+    """The rows of one agent (``--agent``): its own chain learns only its own calls."""
+    import pyarrow.compute as pc
+
+    rows = table.filter(pc.equal(table["agent_name"], agent))
+    if rows.num_rows == 0:
+        names = sorted(n for n in table["agent_name"].unique().to_pylist() if n is not None)
+        raise InputError(f"--agent {agent}: snapshot {snapshot_id} has no transitions of that agent; its agents: "
+                         f"{names or 'none named (instrument the agent, or drop --agent)'}")
+    return rows
 
 
 def load_policy(torch: Any, cfg: TrainConfig, inputs: CycleInputs, device: Any) -> Any:
