@@ -37,7 +37,7 @@ def test_each_agent_trains_its_own_rows_into_its_own_chain(setup) -> None:
     for agent, result in results.items():
         root = agent_adapters_dir(data, agent)
         assert result.folder.parent == root and read_pointer(root) == result.folder.name
-        assert cycle_log(root).is_file()  # its own cycle log
+        assert [c.get("cycle_id") for c in cycle_log(root)] == [result.cycle_id]  # its own cycle log
         assert result.stats.rows == sum(1 for r in rows if r["agent_name"] == agent)
     assert read_pointer(data / "adapters") is None  # the shared chain is untouched
 
