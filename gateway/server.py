@@ -36,6 +36,7 @@ SERVICE_NAME = "spanrl-gateway"
 SCOPE = "spanrl.gateway"
 PREFIX = "/r/{rollout_id}/{traceparent}"
 UPSTREAM_TIMEOUT_S = 600.0
+AGENT_HEADER = "x-spanrl-agent"  # = spanrl.serve.server.AGENT_HEADER (not imported: that loads the engine)
 
 
 @dataclass
@@ -109,6 +110,8 @@ class Gateway:
 
     def _upstream_headers(self, request: web.Request) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
+        if request.headers.get(AGENT_HEADER):  # spanrl serve routes it to that agent's adapter chain
+            headers[AGENT_HEADER] = request.headers[AGENT_HEADER]
         if self.config.upstream_key:
             headers["Authorization"] = f"Bearer {self.config.upstream_key}"
         elif self.config.token is None and request.headers.get("Authorization"):

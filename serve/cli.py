@@ -40,8 +40,11 @@ from spanrl.options import data_option
               help="Require 'Authorization: Bearer TOKEN' on every route but /health (env SPANRL_SERVE_TOKEN).")
 @click.option("--allow-any-adapter-path", is_flag=True, default=False,
               help="Let POST /v1/load_lora_adapter load folders outside DATA/adapters (default: refused, 403).")
+@click.option("--agent-adapter", "agent_adapters", multiple=True, metavar="[MODEL=]AGENT",
+              help="Route requests whose model is MODEL (default: AGENT), or whose x-spanrl-agent header names AGENT, "
+                   "to DATA/adapters/agents/AGENT/LATEST (spanrl train --agent AGENT); repeatable.")
 def serve(data: Path, model: Path, adapter: str | None, host: str, port: int, served_model_names: tuple[str, ...],
-          max_batch: int, batch_wait_ms: float, max_tokens: int, device: str, threads: int | None,
+          agent_adapters: tuple[str, ...], max_batch: int, batch_wait_ms: float, max_tokens: int, device: str, threads: int | None,
           continuous_batching: bool, otlp_endpoint: str | None,
           capture_messages: bool, temperature: float | None, token: str | None, allow_any_adapter_path: bool) -> None:
     """OpenAI-compatible chat server (transformers + peft) that traces its own token ids.
@@ -65,5 +68,5 @@ def serve(data: Path, model: Path, adapter: str | None, host: str, port: int, se
                          max_tokens=max_tokens, device=device, threads=threads,
                          continuous_batching=continuous_batching, otlp_endpoint=otlp_endpoint,
                          capture_messages=capture_messages, temperature=temperature, token=token or None,
-                         allow_any_adapter_path=allow_any_adapter_path)
+                         allow_any_adapter_path=allow_any_adapter_path, agent_adapters=agent_adapters)
     run_server(config)

@@ -22,6 +22,8 @@ from typing import Any
 from aiohttp import web
 
 from spanrl.errors import InputError
+from spanrl.layout import agent_adapters_dir
+from spanrl.publish import read_pointer
 from spanrl.serve.api import (
     ApiError,
     auth_middleware,
@@ -47,6 +49,7 @@ from spanrl.trainer.adapter import ADAPTER_CONFIG, adapters_dir, is_peft_folder
 
 log = logging.getLogger("spanrl.serve")
 ADAPTER_HEADER = "x-spanrl-adapter"
+AGENT_HEADER = "x-spanrl-agent"  # names the agent whose adapter chain answers (--agent-adapter)
 
 
 @dataclass
@@ -74,6 +77,10 @@ class ServeConfig:
                                       "request asks (rollout groups need diversity; agents often send 0)."})
     token: str | None = field(default=None, metadata={"help": "Require 'Authorization: Bearer TOKEN' (all but /health)."})
     allow_any_adapter_path: bool = field(default=False, metadata={"help": "load_lora_adapter may load folders outside DATA/adapters."})
+    agent_adapters: tuple[str, ...] = field(default=(), metadata={
+        "help": "AGENT or MODEL=AGENT: requests whose model is MODEL (default: the agent's name), or whose "
+                "x-spanrl-agent header names AGENT, get DATA/adapters/agents/AGENT/LATEST (spanrl train --agent), "
+                "reloaded when that LATEST moves."})
 
     def __post_init__(self) -> None:
         if self.max_batch < 1:
@@ -87,6 +94,12 @@ class ServeConfig:
         if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
             raise InputError(f"--temperature must be in [0, 2], got {self.temperature}")
         self.served_model_aliases = tuple(self.served_model_aliases)
+        self.agent_adapters = tuple(self.agent_adapters)
+        for spec in self.agent_adapters:
+            try:
+                agent_adapters_dir(self.data, spec.rpartition("=")[2])
+            except ValueError as exc:
+                raise InputError(f"--agent-adapter {spec!r}: {exc}") from None
         if any(not name.strip() for name in (self.served_model_name, *self.served_model_aliases) if name is not None):
             raise InputError("--served-model-name is empty; give the name clients send as `model`")
 
@@ -109,6 +122,10 @@ class ChatServer:
         self.requests = 0
         self.failed = 0
         self.started = time.time()
+        # model name -> agent, and which cycle of each agent's chain is loaded (as adapter "agent:<name>")
+        self.agent_routes = {spec.partition("=")[0]: spec.rpartition("=")[2] for spec in config.agent_adapters}
+        self.agents = set(self.agent_routes.values())
+        self.agent_cycles: dict[str, str] = {}
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[auth_middleware(self.config.token)])
@@ -187,7 +204,8 @@ class ChatServer:
             model = body.get("model") or self.name
             if not isinstance(model, str):
                 raise ApiError(f"model must be a string, got {model!r}", param="model")
-            adapter = self._adapter_for(model)
+            agent = request.headers.get(AGENT_HEADER) or self.agent_routes.get(model)
+            adapter = await self._agent_adapter(agent) if agent else self._adapter_for(model)
             messages, tools = messages_and_tools(body)  # shapes checked before anything reads them
             params, n = parse_sampling(body, self.config.max_tokens)
             span = start_chat_span(self.tracer, self.name, request.headers)
@@ -214,6 +232,21 @@ class ChatServer:
         finally:
             if span is not None:
                 span.end()
+
+    async def _agent_adapter(self, agent: str) -> str:
+        """The adapter of ``agent``'s chain (loaded, or reloaded when its LATEST moved since)."""
+        if agent not in self.agents:
+            raise ApiError(f"no adapter chain for agent {agent!r}; this server routes {sorted(self.agents)} "
+                           "(start it with --agent-adapter NAME)", 404, "model")
+        root = agent_adapters_dir(self.config.data, agent)
+        cycle = read_pointer(root)
+        if cycle is None:
+            raise ApiError(f"agent {agent!r} has no adapter yet ({root}/LATEST): run `spanrl train --agent {agent}`", 404)
+        name = f"agent:{agent}"
+        if self.agent_cycles.get(agent) != cycle:
+            await self._on_model_thread(lambda: self.engine.load_adapter(name, root / cycle))
+            self.agent_cycles[agent] = cycle
+        return name
 
     def _adapter_for(self, model: str) -> Any:
         """The API ``model`` field picks a named adapter (vLLM style); anything naming us -> default."""
