@@ -89,8 +89,11 @@ class DemoConfig:
         return self.eval_tasks if cycle == 0 or cycle >= last else self.eval_subset
 
 
-QUICK = {"cycles": 1, "train_tasks": 2, "rollouts_per_task": 2, "eval_tasks": 2, "eval_subset": 2, "val_tasks": 2,
-         "max_tokens": 16, "method": "rl"}
+# The smoke run: fewer tasks, same reply cap as the full demo. A calculator call is ~30 tokens of JSON
+# (``{"name": "calculator", "arguments": {"expression": "12 * 7"}}``); the earlier cap of 16 cut every
+# call short, so every tool call failed and every reward was 0 (issue 31).
+QUICK = {"cycles": 1, "train_tasks": 2, "rollouts_per_task": 2, "eval_tasks": 4, "eval_subset": 4, "val_tasks": 4,
+         "max_tokens": 48, "method": "rl"}
 
 
 @dataclass

@@ -15,12 +15,7 @@ from pathlib import Path
 import click
 
 from spanrl import __version__
-from spanrl.config import click_options
 from spanrl.errors import BadInput, InputError
-from spanrl.ingest.cli import stage1_options
-from spanrl.options import data_option
-from spanrl.transitions.cli import stage2_options
-from spanrl.transitions.config import IngestConfig, make_ingest_config
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -46,14 +41,62 @@ COMMANDS = {
 }
 
 
+# command name -> its one-line help, so that `spanrl --help` lists the commands without importing
+# any of them (pyarrow, duckdb, rich, the web app: 3.7 s before, issue 31). tests/test_cli.py checks
+# each line against the command's own docstring, so a changed docstring fails there, not silently.
+SHORT_HELP = {
+    "adapters": "Adapter folders under DATA/adapters: list them, promote one to LATEST (or roll back).",
+    "collector": "Receive OTLP traces and logs and write span files under DATA/otel/.",
+    "demo": "The whole loop on this machine: agent -> collector -> ingest -> train -> serve, N cycles.",
+    "eval": "Run the agent on every task N times per policy (through `spanrl rollout`), score it, and report "
+            "each policy's mean reward with an interval and, per policy vs the first, the paired difference over "
+            "tasks with a seeded bootstrap interval and a verdict: better / worse / no detectable difference.",
+    "export": "Write a transition snapshot as a dataset other trainers load directly.",
+    "gateway": "OpenAI-compatible proxy that records every LLM call of any agent with engine token ids.",
+    "ingest": "Span files -> trace lake (Parquet) -> transition snapshot.",
+    "judge": "Score each task group of rollouts with an LLM judge, relative within the group (RULER-style).",
+    "lake": "Housekeeping of the trace lake: compact small files, drop old date partitions.",
+    "report": "Reward per cycle (train and held-out), loss and tokens: report.png, report.html and a table.",
+    "rollout": "Run an unmodified agent command N times per task; every sample is one rollout in the lake.",
+    "serve": "OpenAI-compatible chat server (transformers + peft) that traces its own token ids.",
+    "sql": "Query the trace lake: spans, logs, llm_calls, tool_calls, rewards, rollouts (read-only).",
+    "tasks": "Export the user inputs of past rollouts as tasks.jsonl, deduplicated, to replay with `spanrl rollout`.",
+    "train": "One batch cycle: transition snapshot -> LoRA adapter (continues from adapters/LATEST).",
+    "transitions": "Transition snapshots (stage 2 of ingest) on their own.",
+    "ui": "Read-only web app over the data root: rollouts, one rollout's calls and rewards, tasks, snapshots, "
+          "training cycles and a SQL box (the same guarded connection as `spanrl sql`).",
+}
+
+
 class _Group(click.Group):
     """Translates stage errors once: InputError -> exit 2 with its message; loads commands lazily."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS) | {"ingest"})
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's command list, from SHORT_HELP: listing a command does not import it."""
+        from click.utils import make_default_short_help
+
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = []
+        for name in names:
+            text = SHORT_HELP.get(name)
+            if text is None:  # a command registered without a SHORT_HELP line: ask it
+                command = self.get_command(ctx, name)
+                if command is None or command.hidden:
+                    continue
+                text = command.get_short_help_str(1000)
+            rows.append((name, make_default_short_help(text, limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         command = super().get_command(ctx, name)
+        if command is None and name == "ingest":
+            command = _ingest_command()
+            self.add_command(command, name)
         if command is None and name in COMMANDS:
             import importlib
 
@@ -88,19 +131,36 @@ def cli() -> None:
     """
 
 
-@click.command()
-@data_option
-@stage1_options
-@click_options(IngestConfig, "no_transitions", "keep_snapshots")  # the composition's own, and stage 2's housekeeping
-@stage2_options
-def ingest(data: Path, **flags) -> None:
-    """Span files -> trace lake (Parquet) -> transition snapshot. Safe to re-run.
+def _ingest_command() -> click.Command:
+    """``spanrl ingest``, built on first use: its flags come from both stages' option modules
+    (pyarrow, duckdb), which `spanrl --help` and every other command need not import."""
+    from spanrl.config import click_options
+    from spanrl.ingest.cli import stage1_options
+    from spanrl.options import data_option
+    from spanrl.transitions.cli import stage2_options
+    from spanrl.transitions.config import IngestConfig
 
-    \b
-    Example:
-      spanrl ingest --data ./spanrl-data --settle 0s
-    """
+    @click.command()
+    @data_option
+    @stage1_options
+    @click_options(IngestConfig, "no_transitions", "keep_snapshots")  # the composition's own, and stage 2's housekeeping
+    @stage2_options
+    def ingest(data: Path, **flags) -> None:
+        """Span files -> trace lake (Parquet) -> transition snapshot. Safe to re-run.
+
+        \b
+        Example:
+          spanrl ingest --data ./spanrl-data --settle 0s
+        """
+        _run_ingest(data, flags)
+
+    return ingest
+
+
+def _run_ingest(data: Path, flags: dict) -> None:
+    """The body of ``spanrl ingest``: both stages under the lake's writer lock."""
     from spanrl.options import existing_data_root, new_data_root
+    from spanrl.transitions.config import make_ingest_config
 
     (existing_data_root if flags.get("input") is None else new_data_root)(data)  # spans come from DATA/otel, or --input
     cfg = make_ingest_config(data=data, **flags)  # flags > $SPANRL_DATA > [ingest] > defaults
@@ -124,7 +184,12 @@ def ingest(data: Path, **flags) -> None:
             print_cleanup("snapshots", clean_snapshots(cfg.data, cfg.keep_snapshots))
 
 
-cli.add_command(ingest)
+def __getattr__(name: str) -> click.Command:
+    """``from spanrl.cli import ingest`` still works: a command of its own (click caches the help
+    option of a command on its first context, so the group's -h must not depend on this one's)."""
+    if name == "ingest":
+        return _ingest_command()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:  # pragma: no cover - thin wrapper for python -m
