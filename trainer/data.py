@@ -88,6 +88,10 @@ class DataStats:
     bad_token_ids: int = 0  # engine ids outside the tokenizer's vocabulary
     empty: int = 0  # no prompt or no response tokens
     boundary_retokenised: int = 0  # text path: tokenising prompt+response at once differs
+    # engine rows that also carry text: how many were checked, and how many the text path would have
+    # tokenised differently from the engine's ids (tokenizer drift: what training on text would get wrong)
+    drift_checked: int = 0
+    drift: int = 0
     prompt_truncated: int = 0
     merged_calls: int = 0  # calls trained inside the previous call's sequence (shared prefix computed once)
     response_truncated: int = 0
@@ -138,6 +142,19 @@ def _render_text(row: dict[str, Any], tokenizer: Any, stop_ids: set[int], stats:
     return prompt_ids + response_ids, len(prompt_ids)
 
 
+def _count_drift(row: dict[str, Any], engine_ids: list[int], tokenizer: Any, stop_ids: set[int],
+                 stats: DataStats) -> None:
+    """An engine row with messages: does re-tokenising its text give the engine's ids? Counted only
+    (the engine's ids are what trains); a row whose text cannot be rendered is not checked."""
+    if not row.get("prompt_messages") or not row.get("response_message"):
+        return
+    rendered = _render_text(row, tokenizer, stop_ids, DataStats())
+    if rendered is None:
+        return
+    stats.drift_checked += 1
+    stats.drift += rendered[0] != engine_ids
+
+
 def build_sequences(
     table: pa.Table,
     tokenizer: Any,
@@ -160,6 +177,7 @@ def build_sequences(
                 continue
             stats.engine += 1
             ids, n_prompt = list(p_ids) + list(r_ids), len(p_ids)
+            _count_drift(row, ids, tokenizer, stop_ids, stats)
             if behaviour is not None and (len(behaviour) != len(r_ids) or any(math.isnan(v) for v in behaviour)):
                 stats.behaviour_dropped += 1
                 behaviour = None
