@@ -29,6 +29,9 @@ from spanrl.options import data_option
 @click.option("--val-tasks", type=int, default=None, help="Validation tasks scoring each candidate (max 32) [16].")
 @click.option("--promote-margin", type=float, default=None,
               help="Promote a candidate unless its validation reward is lower than the policy's by more [0.1].")
+@click.option("--promote", type=click.Choice(["better", "margin"]), default=None,
+              help="Gate: promote only on a better verdict (as `spanrl adapters promote --if-better`), or also on "
+                   "no detectable difference within --promote-margin [margin; better with --quick].")
 @click.option("--ingest-args", default=None, help="Flags for `spanrl ingest`, as one string (replace the method's).")
 @click.option("--train-args", default=None, help="Flags for `spanrl train`, as one string (replace the method's).")
 def demo(data: Path, cycles: int | None, quick: bool, model: Path | None, ingest_args: str | None,
@@ -53,7 +56,7 @@ def demo(data: Path, cycles: int | None, quick: bool, model: Path | None, ingest
 
     from spanrl.demo.config import QUICK, DemoConfig
     from spanrl.demo.loop import run_demo
-    from spanrl.demo.report import print_table, write_report
+    from spanrl.demo.report import interpret, print_table, write_report
 
     values: dict = dict(QUICK) if quick else {}
     values.update({k: v for k, v in {**options, "cycles": cycles, "model": model}.items() if v is not None})
@@ -69,6 +72,7 @@ def demo(data: Path, cycles: int | None, quick: bool, model: Path | None, ingest
         raise SystemExit(130) from None
     rows, png, page = write_report(data)
     print_table(rows, console)
+    console.print(interpret(rows), markup=False)
     console.print(f"lake        {lake_dir(data)}\nsnapshots   {transitions_dir(data)}\nadapters    {adapters_dir(data)}"
                   f"\nheld-out    {data / 'eval'}\nreport      {png}  {page}")
     console.print(f"browse      spanrl ui --data {data}", soft_wrap=True)  # one line: copy-paste it

@@ -55,6 +55,9 @@ class DemoConfig:
     eval_subset: int = 16
     val_tasks: int = 16  # validation split: the promotion gate (never trained on, never reported)
     promote_margin: float = 0.1  # a candidate whose validation reward is lower by more stays a candidate
+    # The gate (spanrl.demo.gate): "better" promotes only on a "better" verdict (what `spanrl adapters
+    # promote --if-better` does); "margin" also promotes on no detectable difference within promote_margin.
+    promote: str = "margin"
     # The agent's sampling temperature, for training rollouts and held-out ones alike: the held-out
     # score measures the agent as it runs (greedy measures only the mode; see docs/demo.md).
     temperature: float = 0.7
@@ -76,6 +79,8 @@ class DemoConfig:
             raise InputError(f"demo: --method {self.method!r}: choose one of {', '.join(METHODS)}")
         if self.eval_tasks > 64 or self.val_tasks > 32:
             raise InputError("demo: the held-out split has 64 tasks and the validation split 32; ask for fewer")
+        if self.promote not in ("better", "margin"):
+            raise InputError(f"demo: --promote must be better or margin, got {self.promote!r}")
         if self.promote_margin < 0:
             raise InputError(f"demo: --promote-margin must be >= 0, got {self.promote_margin}")
         self.eval_subset = min(self.eval_subset, self.eval_tasks)
@@ -93,7 +98,7 @@ class DemoConfig:
 # (``{"name": "calculator", "arguments": {"expression": "12 * 7"}}``); the earlier cap of 16 cut every
 # call short, so every tool call failed and every reward was 0 (issue 31).
 QUICK = {"cycles": 1, "train_tasks": 2, "rollouts_per_task": 2, "eval_tasks": 4, "eval_subset": 4, "val_tasks": 4,
-         "max_tokens": 48, "method": "rl"}
+         "max_tokens": 48, "method": "rl", "promote": "better"}
 
 
 @dataclass
@@ -110,5 +115,7 @@ class CycleResult:
     candidate: str | None = None  # the adapter trained on this cycle's rollouts
     candidate_val_reward: float | None = None
     promoted: bool | None = None  # None: nothing was trained
+    gate: str | None = None  # the gate's verdict: better / worse / no detectable difference / no comparison
+    gate_message: str | None = None  # what the demo printed: "promoted (better: ...)", "kept (no difference: ...)"
     adapter: str | None = None  # adapters/LATEST after this cycle
     seconds: dict[str, float] = field(default_factory=dict)

@@ -50,6 +50,7 @@ from spanrl.demo.agent import (
     write_jsonl,
 )
 from spanrl.demo.config import TRAIN_AGENT, CycleResult, DemoConfig
+from spanrl.demo.gate import gate_decision
 from spanrl.demo.procs import (
     StepError,
     background,
@@ -62,9 +63,10 @@ from spanrl.demo.procs import (
     spanrl_command,
     wait_until,
 )
+from spanrl.demo.progress import LineProgress
 from spanrl.errors import InputError
 from spanrl.layout import otel_dir
-from spanrl.trainer.adapter import adapters_dir, latest_adapter, passes_gate, promote_adapter, read_cycles
+from spanrl.trainer.adapter import adapters_dir, latest_adapter, promote_adapter, read_cycles
 
 # ----------------------------------------------------------------------------------------------
 # the loop
@@ -81,12 +83,16 @@ class Demo:
         self.tasks = load_task_module()
         self.results: list[CycleResult] = []
         self.current_val: float | None = None  # validation reward of the policy now served
+        self.current_val_file: Path | None = None  # its validation result lines (the gate's baseline)
+        self.started = time.monotonic()
 
     def first_cycle(self) -> int:
         """Cycles continue from the last recorded one (or, for older data roots, the adapters trained)."""
         done = read_jsonl(self.record)
         if done:
             self.current_val = next((r.get("policy_val_reward") for r in reversed(done)), None)
+            file = next((r.get("policy_val_file") for r in reversed(done) if r.get("policy_val_file")), None)
+            self.current_val_file = Path(file) if file else None
             return int(done[-1]["cycle"]) + 1
         return len(read_cycles(adapters_dir(self.data)))
 
@@ -105,7 +111,7 @@ class Demo:
             background("serve", serve_cmd, self.logs, serve_env) as server,
         ):
             self.console.print(f"[bold]collector[/] OTLP http://127.0.0.1:{otlp}   "
-                               f"[bold]serve[/] http://127.0.0.1:{serve}/v1   logs {self.logs}")
+                               f"[bold]serve[/] http://127.0.0.1:{serve}/v1   logs {self.logs}", soft_wrap=True)
             wait_until(lambda: port_open(otlp), "collector", collector, self.logs / "collector.log", 60)
             wait_until(lambda: http_get(f"http://127.0.0.1:{serve}/health")[0] == 200, "serve", server,
                        self.logs / "serve.log", 600)
@@ -120,10 +126,16 @@ class Demo:
     def _prepare_model(self) -> Path:
         from spanrl.serve.models import prepare_demo_model
 
-        with self.console.status("preparing the demo model (SmolLM2-135M-Instruct, once per data root)"):
+        text = "preparing the demo model (SmolLM2-135M-Instruct, once per data root)"
+        if not self.console.is_terminal:
+            self.console.print(text, markup=False)
+        with self.console.status(text):
             return prepare_demo_model(self.data)
 
-    def _progress(self) -> Progress:
+    def _progress(self) -> Progress | LineProgress:
+        """Live bars in a terminal; one line per phase and step (counts, elapsed) in a pipe or a file."""
+        if not self.console.is_terminal:
+            return LineProgress(self.console)
         return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=self.console)
 
@@ -167,8 +179,8 @@ class Demo:
             phases.append(Phase("val", self._tasks("val", self.cfg.val_tasks), val_out))
         with self._progress() as progress:
             result.seconds["rollouts"] = self._phases(cycle, progress, phases)
-            if val_out.is_file():
-                self.current_val = mean_reward(read_jsonl(val_out))
+            if val_out.is_file() and self.current_val_file is None:
+                self.current_val, self.current_val_file = mean_reward(read_jsonl(val_out)), val_out
             step = progress.add_task(f"cycle {cycle}: ingest (span files -> lake -> snapshot)", total=1)
             wait_for_quiet_files(otel_dir(self.data))
             result.seconds["ingest"] = run_step("ingest", self._ingest_command(), self.logs)
@@ -185,8 +197,8 @@ class Demo:
         self.console.print(f"cycle {cycle}: train reward {fmt(result.train_reward)}  held-out {fmt(result.eval_reward)}"
                            f" (n={result.eval_n})  validation {fmt(result.val_reward)} -> candidate "
                            f"{result.candidate or '-'} {fmt(result.candidate_val_reward)}: "
-                           f"{'promoted' if result.promoted else 'kept as a candidate' if result.promoted is False else 'nothing trained'}"
-                           f"  -> adapter {result.adapter}")
+                           f"{result.gate_message or 'nothing trained'}  -> adapter {result.adapter}"
+                           f"  [{time.monotonic() - self.started:.0f}s so far]", markup=False)
         return result
 
     def gate(self, cycle: int, result: CycleResult, progress: Progress, server: subprocess.Popen) -> None:
@@ -203,11 +215,14 @@ class Demo:
             finally:
                 self._serve_adapter("unload", {"lora_name": cid})
         result.val_reward, result.candidate_val_reward = self.current_val, mean_reward(read_jsonl(out))
-        result.promoted = passes_gate(result.candidate_val_reward, self.current_val, self.cfg.promote_margin)
+        policy_rows = read_jsonl(self.current_val_file) if self.current_val_file else []
+        decision = gate_decision(policy_rows, read_jsonl(out), result.policy, cid,
+                                 self.data / "eval" / f"gate-{cycle}.json", self.cfg.promote, self.cfg.promote_margin)
+        result.promoted, result.gate, result.gate_message = decision.promote, decision.verdict, decision.message
         if result.promoted:
             promote_adapter(root, cid)
             self.wait_for_adapter(cid, server)
-            self.current_val = result.candidate_val_reward
+            self.current_val, self.current_val_file = result.candidate_val_reward, out
         result.seconds["validate"] = time.monotonic() - started
 
     def _serve_adapter(self, action: str, body: dict[str, object]) -> None:
@@ -224,6 +239,7 @@ class Demo:
         result.val_reward = result.val_reward if result.val_reward is not None else self.current_val
         result.adapter = self._policy_name()
         line = {**asdict(result), "policy_val_reward": self.current_val, "method": self.cfg.method,
+                "policy_val_file": str(self.current_val_file) if self.current_val_file else None,
                 "seed": self.cfg.seed, "ingest_args": self.cfg.ingest_args, "train_args": self.cfg.train_args,
                 "finished_at": time.time()}
         self.record.parent.mkdir(parents=True, exist_ok=True)

@@ -96,6 +96,8 @@ def tool_error_rate(rows: list[dict[str, Any]]) -> float | None:
 def _gate(record: dict[str, Any]) -> str | None:
     if record.get("promoted") is None:
         return None
+    if record.get("gate") and not record["promoted"]:  # the evidence gate's verdict (spanrl.demo.gate)
+        return "kept (no difference)" if record["gate"] == "no detectable difference" else f"kept ({record['gate']})"
     return "promoted" if record["promoted"] else f"kept {record.get('candidate')} as candidate"
 
 
@@ -159,14 +161,58 @@ def print_table(rows: list[dict[str, Any]], console: Any = None) -> None:
     from rich.table import Table
 
     console = console or Console()
-    if not console.is_terminal:  # a pipe or a log file: keep every column readable
-        console = Console(width=max(console.width, 150), file=console.file)
-    table = Table(title="spanrl: reward per cycle")
-    for _, header, _ in COLUMNS:
-        table.add_column(header, justify="right")
-    for row in rows:
-        table.add_row(*(format_cell(row, k, f) for k, _, f in COLUMNS))
-    console.print(table)
+    cells = [[format_cell(row, k, f) for k, _, f in COLUMNS] for row in rows]
+    for part, group in enumerate(column_groups(cells, console.width)):  # console.width honours $COLUMNS
+        title = "spanrl: reward per cycle" + (" (continued)" if part else "")
+        table = Table(title=title)
+        for i in group:
+            table.add_column(COLUMNS[i][1], justify="right", overflow="fold")
+        for line in cells:
+            table.add_row(*(line[i] for i in group))
+        console.print(table)
+
+
+def interpret(rows: list[dict[str, Any]]) -> str:
+    """Two sentences that say what the run showed: the held-out reward from the base model to the last
+    policy (with the training tool-error rate), then the gate's decisions and how much the numbers weigh."""
+    scored = [r for r in rows if r.get("eval_reward") is not None]
+    if not scored:
+        return "No held-out rollout finished, so there is nothing to compare yet; see DATA/demo/logs."
+    first, last = scored[0], scored[-1]
+    errors = [r["tool_error_rate"] for r in rows if r.get("tool_error_rate") is not None]
+    tools = f"; tool calls failed in {sum(errors) / len(errors):.0%} of the training rollouts' calls" if errors else ""
+    if last is first:
+        one = f"The base model scored {first['eval_reward']:.3f} on {first.get('eval_n')} held-out tasks{tools}."
+    else:
+        move = last["eval_reward"] - first["eval_reward"]
+        one = (f"Held-out reward went from {first['eval_reward']:.3f} (policy {first.get('policy')}) to "
+               f"{last['eval_reward']:.3f} (policy {last.get('policy')}, {move:+.3f}) over {last.get('eval_n')} tasks{tools}.")
+    gates = [r["gate"] for r in rows if r.get("gate")]
+    promoted = sum(g == "promoted" for g in gates)
+    decided = f"The gate promoted {promoted} of {len(gates)} candidates" if gates else "No candidate was trained"
+    n = min(int(r.get("eval_n") or 0) for r in scored)
+    weight = (f"; with {n} held-out tasks a difference this size is noise, not learning: `make demo` "
+              "(64 tasks, 5 cycles) measures it" if n < 16 else
+              "; docs/demo.md has the spread of this number over three seeds")
+    return f"{one} {decided}{weight}."
+
+
+def column_groups(cells: list[list[str]], width: int) -> list[list[int]]:
+    """Column indexes split into tables that each fit ``width`` (each starts with the cycle column):
+    a narrow terminal gets two tables rather than cut headers ("held-o…")."""
+    def need(i: int) -> int:  # a header may fold at its spaces; a cell may not
+        words = max(len(w) for w in COLUMNS[i][1].split())
+        return max([words, *(len(line[i]) for line in cells)]) + 3  # padding and the border
+
+    groups: list[list[int]] = [[0]]
+    used = 1 + need(0)
+    for i in range(1, len(COLUMNS)):
+        if used + need(i) > width and len(groups[-1]) > 1:
+            groups.append([0])
+            used = 1 + need(0)
+        groups[-1].append(i)
+        used += need(i)
+    return groups
 
 
 def plot_history(rows: list[dict[str, Any]], path: Path) -> Path:

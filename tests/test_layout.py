@@ -21,7 +21,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "query": {"ingest", "transitions"},
     "trainer": {"transitions"},
     "serve": {"trainer"},
-    "demo": {"collector", "ingest", "transitions", "query", "trainer", "serve", "rollout"},
+    "demo": {"collector", "ingest", "transitions", "query", "trainer", "serve", "rollout", "evaluate"},  # gate: eval's stats
     "export": {"transitions"},  # reads snapshots through the reader API only
     "rollout": {"collector", "query"},  # an embedded collector; past user inputs through the query connection
     "judge": {"transitions"},  # trajectories from snapshots; its scores leave as feedback files

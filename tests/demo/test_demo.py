@@ -48,31 +48,38 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     assert list((data / "otel").glob("traces*.jsonl"))
     assert list((data / "lake" / "spans").rglob("*.parquet"))
     assert (data / "transitions" / "LATEST").is_file()
-    adapter = (data / "adapters" / "LATEST").read_text().strip()
+    adapter = json.loads((data / "adapters" / "cycles.jsonl").read_text().splitlines()[0])["cycle_id"]
     assert (data / "adapters" / adapter / "adapter_model.safetensors").is_file()
     assert len((data / "adapters" / "cycles.jsonl").read_text().splitlines()) == 1
-    for path in ("eval/cycle-0.jsonl", "eval/cycle-1.jsonl", "eval/val-0.jsonl", "eval/val-candidate-0.jsonl",
+    for path in ("eval/cycle-0.jsonl", "eval/cycle-1.jsonl", "eval/val-0.jsonl", "eval/val-candidate-0.jsonl", "eval/gate-0.json",
                  "demo/rollouts/cycle-0.jsonl", "report.png", "report.html"):
         assert (data / path).is_file(), path
-    # every cycle recorded as it ended; the candidate scored on validation, promoted by the gate
-    # (the tiny model scores 0 on both: not worse), so it is LATEST
+    # every cycle recorded as it ended; the candidate scored on validation and, the tiny model scoring
+    # 0 on both, kept by --quick's gate (promote only on a "better" verdict, as --if-better), so LATEST
+    # stays the base model (issue 31: it used to print "promoted" at 0.000 vs 0.000)
     record = [json.loads(x) for x in (data / "demo" / "cycles.jsonl").read_text().splitlines()]
     assert [r["cycle"] for r in record] == [0, 1] and record[0]["method"] == "rl"
-    assert record[0]["candidate"] == adapter and record[0]["promoted"] is True and record[1]["policy"] == adapter
+    assert record[0]["candidate"] == adapter and record[0]["promoted"] is False and record[1]["policy"] == "base"
+    assert record[0]["gate"] == "no detectable difference" and "kept (no difference" in proc.stdout
+    assert not (data / "adapters" / "LATEST").exists()
+    # off a terminal: one line per phase and step, with counts and elapsed seconds
+    assert re.search(r"eval rollouts: done, 4/4 in \d+s", proc.stdout), proc.stdout
+    assert re.search(r"ingest \(span files -> lake -> snapshot\): done, 1/1 in \d+s", proc.stdout)
     assert "--credit" in record[0]["ingest_args"] and "air" in record[0]["ingest_args"]
-    assert [json.loads(x)["split"] for x in (data / "eval" / "cycle-0.jsonl").read_text().splitlines()] == ["eval"] * 2
+    assert [json.loads(x)["split"] for x in (data / "eval" / "cycle-0.jsonl").read_text().splitlines()] == ["eval"] * 4
     assert len((data / "demo" / "rollouts" / "cycle-0.jsonl").read_text().splitlines()) == 4  # 2 tasks x 2 rollouts
     assert adapter in proc.stdout and "held-out" in proc.stdout and f"spanrl ui --data {data}" in proc.stdout
+    assert "The gate promoted 0 of 1 candidates" in proc.stdout
 
     # the agent's spans: one root per rollout, the server's span a child of the agent's LLM call
     spans = str(data / "lake" / "spans" / "**" / "*.parquet")
     with duckdb.connect() as con:
         roots = dict(con.execute(
             "select name, count(*) from read_parquet($g) where parent_span_id is null group by 1", {"g": spans}).fetchall())
-        # eval: 2 tasks x 2 cycles; val: the base and the candidate on 2 tasks; every rollout ran
+        # eval: 4 tasks x 2 cycles; val: the base and the candidate on 4 tasks; every rollout ran
         # through `spanrl rollout`, whose own span per attempt is a root too
-        assert roots == {"invoke_agent calc": 4, "invoke_agent calc-eval": 4, "invoke_agent calc-val": 4,
-                         "spanrl.rollout": 12}
+        assert roots == {"invoke_agent calc": 4, "invoke_agent calc-eval": 8, "invoke_agent calc-val": 8,
+                         "spanrl.rollout": 20}
         # the rollout ids reached the agent's spans through OTEL_RESOURCE_ATTRIBUTES only: the agent's
         # root carries none of its own, and each rollout id names one agent root and one runner span
         per_rollout = con.execute(
@@ -80,14 +87,14 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
                       count(*) filter (where name like 'invoke_agent%'), count(*) filter (where name = 'spanrl.rollout'),
                       count(*) filter (where name like 'invoke_agent%' and attributes like '%spanrl.rollout_id%')
                from read_parquet($g) where parent_span_id is null group by 1""", {"g": spans}).fetchall()
-        assert len(per_rollout) == 12 and all(r[0] and r[1:] == (1, 1, 0) for r in per_rollout), per_rollout
+        assert len(per_rollout) == 20 and all(r[0] and r[1:] == (1, 1, 0) for r in per_rollout), per_rollout
         orphans = con.execute(
             """select count(*) from read_parquet($g) s where s.service_name = 'spanrl-serve' and not exists
                (select 1 from read_parquet($g) p where p.span_id = s.parent_span_id and p.service_name = 'calc-agent')""",
             {"g": spans}).fetchone()[0]
         assert orphans == 0
         rewards = con.execute("select count(*) from read_parquet($g) where name = 'spanrl.reward'", {"g": spans}).fetchone()[0]
-        assert rewards == 12
+        assert rewards == 20
 
     # held-out rollouts never reach the training snapshot; the trained one holds cycle 0 only
     table, _ = read_snapshot(data, "LATEST")
