@@ -1,4 +1,4 @@
-"""Run the web app: warm the lake once, bind, print the URL, serve until Ctrl-C."""
+"""Run the web app: bind (a taken port fails at once), warm the lake once, print the URL, serve until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from aiohttp import web
 
 from spanrl.errors import InputError
+from spanrl.layout import lake_dir, tables_dir
 from spanrl.ui.app import make_app
 from spanrl.ui.data import Lake
 
@@ -31,25 +32,48 @@ def run_ui(data: Path, host: str, port: int, token: str | None, allow_hosts: tup
     if token is None and not _is_loopback(host):
         sys.stderr.write(f"warning: serving {data} on {host} without --token: anyone who reaches this port "
                          "can read every prompt and answer in the lake\n")
-    t0 = time.perf_counter()
-    sys.stderr.write(f"spanrl ui: preparing {data} (stage-2 tables held in memory until ingest stores them) ...\n")
-    lake = Lake(data)
-    sys.stderr.write(f"spanrl ui: ready in {time.perf_counter() - t0:.1f} s\n")
+    sock = bind(host, port)  # first: a taken port is said before seconds of preparation (issue 31)
     try:
-        asyncio.run(_serve(make_app(data, token, lake, host=host, allow_hosts=allow_hosts), host, port))
+        t0 = time.perf_counter()
+        note = preparing_note(data)
+        if note:
+            sys.stderr.write(f"spanrl ui: {note} ...\n")
+        lake = Lake(data)
+        if note:
+            sys.stderr.write(f"spanrl ui: ready in {time.perf_counter() - t0:.1f} s\n")
+        asyncio.run(_serve(make_app(data, token, lake, host=host, allow_hosts=allow_hosts), host, sock))
     except KeyboardInterrupt:
         sys.stderr.write("spanrl ui: stopped\n")
+    finally:
+        sock.close()
 
 
-async def _serve(app: web.Application, host: str, port: int) -> None:
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound now; InputError naming --port when the port is taken."""
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
+        sock.close()
         raise InputError(f"cannot listen on {host}:{port} ({exc.strerror}); pick another --port") from None
+    return sock
+
+
+def preparing_note(data: Path) -> str | None:
+    """What the start-up computes, in words, or None when it computes nothing worth a line (an
+    empty lake). The per-rollout summary is always built; the stage-2 relations only when no
+    stored build (``transitions/_tables/LATEST``) exists."""
+    if next(lake_dir(data).rglob("*.parquet"), None) is None:
+        return None
+    if (tables_dir(data) / "LATEST").is_file():
+        return f"preparing {data} (a summary of every rollout)"
+    return f"preparing {data} (a summary of every rollout; stage-2 tables in memory: no stored build yet, run `spanrl ingest`)"
+
+
+async def _serve(app: web.Application, host: str, sock: socket.socket) -> None:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
     site = web.SockSite(runner, sock)
     await site.start()
     shown = f"[{host}]" if ":" in host else host
