@@ -155,7 +155,7 @@ class Gateway:
             body = await json_body(request)
             asked = bool(body.get("return_token_ids"))
             span = self._start_span(request, body)
-            resp = await self._post(request, body, asked)
+            resp = await self._post(request, body, asked, span)
             try:
                 if resp.status != 200:
                     text = await resp.read()
@@ -182,11 +182,16 @@ class Gateway:
             if span is not None:
                 span.end()
 
-    async def _post(self, request: web.Request, body: dict[str, Any], asked: bool) -> aiohttp.ClientResponse:
+    async def _post(self, request: web.Request, body: dict[str, Any], asked: bool, span: Any) -> aiohttp.ClientResponse:
         """The upstream's response; asks for token ids unless told not to, and in ``auto`` stops
-        asking once an upstream rejects the field (a hosted API's 400 naming it)."""
+        asking once an upstream rejects the field (a hosted API's 400 naming it). Our span is the
+        upstream's ``traceparent``: a tracing upstream (``spanrl serve``) records its span as a child."""
+        from opentelemetry.propagate import inject
+        from opentelemetry.trace import set_span_in_context
+
         assert self.session is not None
         url, headers = self.config.upstream + "/chat/completions", self._upstream_headers(request)
+        inject(headers, context=set_span_in_context(span))
         if self.ask_ids and not asked:
             resp = await self.session.post(url, json={**body, "return_token_ids": True}, headers=headers)
             if not (resp.status == 400 and self.config.token_ids == "auto"):

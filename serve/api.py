@@ -209,7 +209,13 @@ async def stream_response(request: web.Request, response: dict[str, Any], header
 
     for choice in response["choices"]:
         message, i = choice["message"], choice["index"]
-        await send(base | {"choices": [{"index": i, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
+        first: dict[str, Any] = {"index": i, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+        head = base | {"choices": [first]}
+        if "token_ids" in choice:  # return_token_ids, as vLLM streams it: the ids of the chunk's delta
+            first["token_ids"] = choice["token_ids"]  # (here all of them: the completion is finished)
+        if i == 0 and "prompt_token_ids" in response:
+            head["prompt_token_ids"] = response["prompt_token_ids"]
+        await send(head)
         if message.get("content"):
             await send(base | {"choices": [{"index": i, "delta": {"content": message["content"]},
                                             "logprobs": choice["logprobs"], "finish_reason": None}]})
