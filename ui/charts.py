@@ -28,8 +28,11 @@ def _fmt(v: float) -> str:
 
 
 def line_chart(title: str, xs: list[int], series: list[tuple[str, list[float | None]]], y_label: str = "",
-               bars: bool = False, y_zero: bool = False) -> str:
-    """A chart of one or more series over cycle numbers ``xs``; ``bars`` draws the first as bars."""
+               bars: bool = False, y_zero: bool = False, within: tuple[float, float] | None = None) -> str:
+    """A chart of one or more series over cycle numbers ``xs``; ``bars`` draws the first as bars.
+
+    ``within``: the values' natural range (rewards: 0..1); when every value lies in it, the axis's
+    padding and ticks stop at its ends (a reward axis never shows -0.6 or 1.5)."""
     values = [v for _, ys in series for v in ys if v is not None and not math.isnan(v)]
     if not xs or not values:
         return (f'<svg class="chart" role="img" aria-label="{escape(title)}: no data" viewBox="0 0 {W} 60">'
@@ -40,7 +43,12 @@ def line_chart(title: str, xs: list[int], series: list[tuple[str, list[float | N
         lo = min(lo, 0.0)
     if hi == lo:  # a flat series: pad around it, but never below zero for data that is never negative
         lo, hi = (max(lo - 0.5, 0.0) if lo >= 0 else lo - 0.5), hi + 0.5
+    inside = within is not None and within[0] <= min(values) and max(values) <= within[1]
+    if inside:
+        lo, hi = max(lo, within[0]), min(hi, within[1])
     ticks = _ticks(lo, hi)
+    if inside:
+        ticks = [t for t in ticks if within[0] <= t <= within[1]] or [lo, hi]
     lo, hi = min(lo, ticks[0]), max(hi, ticks[-1])
     x0, x1 = min(xs), max(xs)
     span = max(x1 - x0, 1)

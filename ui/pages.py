@@ -260,8 +260,8 @@ def snapshot_view(lake: Lake, snapshot_id: str, page: int) -> dict[str, Any]:
         raise NotFound(f"no snapshot {snapshot_id!r} under transitions/ (known: {', '.join(ids[:5]) or 'none'})")
     manifest = manifests[ids.index(snapshot_id)]
     previous = manifests[ids.index(snapshot_id) + 1] if ids.index(snapshot_id) + 1 < len(ids) else None
-    counts = {"rows": manifest.get("rows"), **_flat(manifest.get("stats", {}))}
-    before = {"rows": previous.get("rows"), **_flat(previous.get("stats", {}))} if previous else {}
+    counts = _counts(manifest)
+    before = _counts(previous) if previous else {}
     diff = [{"key": k, "now": counts.get(k), "before": before.get(k),
              "delta": (counts[k] - before[k]) if isinstance(counts.get(k), (int, float))
              and isinstance(before.get(k), (int, float)) else None}
@@ -277,7 +277,47 @@ def snapshot_view(lake: Lake, snapshot_id: str, page: int) -> dict[str, Any]:
     return {"m": manifest, "previous": previous, "diff": diff, "rows": rows, "page": page,
             "pages": max(1, -(-total // PER_PAGE)), "total": total,
             "air_rules": config.get("air_rules") or config.get("air", {}).get("rules") or [],
-            "config_pretty": json.dumps(config, indent=2, sort_keys=True, default=str)}
+            "config_pretty": json.dumps(config, indent=2, sort_keys=True, default=str),
+            "facts": snapshot_facts(manifest),
+            "manifest_pretty": json.dumps(manifest, indent=2, sort_keys=True, default=str)}
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def _counts(manifest: dict[str, Any]) -> dict[str, float]:
+    """The manifest's numbers that are counts (times such as ``max_time_ns`` are facts, said in words)."""
+    flat = {"rows": manifest.get("rows"), **_flat(manifest.get("stats", {}))}
+    return {k: v for k, v in flat.items() if not k.endswith("_ns")}
+
+
+def snapshot_facts(m: dict[str, Any]) -> list[tuple[str, str]]:
+    """What a snapshot is, in words: when it was built, what it holds, the time its spans cover, its
+    rewards and AIR hits (issue 31: the page dumped ``max_time_ns 1795702524154576066``)."""
+    stats = m.get("stats") or {}
+    facts: list[tuple[str, str]] = []
+    created = str(m.get("created_at") or "")
+    if created:
+        facts.append(("built", created[:19].replace("T", " ") + " UTC" if created.endswith("+00:00") else created))
+    held = [f"{m.get('rows', 0):,} transitions"]
+    for key, word in (("rollouts", "rollouts"), ("tasks", "tasks"), ("llm_calls", "LLM calls")):
+        if isinstance(stats.get(key), int):
+            held.append(f"{stats[key]:,} {word}")
+    facts.append(("holds", ", ".join(held)))
+    lo, hi = m.get("min_time_ns") or stats.get("min_time_ns"), m.get("max_time_ns") or stats.get("max_time_ns")
+    if lo and hi:
+        facts.append(("spans from", f"{format_ns(lo)} to {format_ns(hi)} UTC"))
+    reward = stats.get("reward") or {}
+    if reward.get("mean") is not None:
+        facts.append(("final reward", f"mean {reward['mean']:.3f}, from {reward.get('min', 0):.3f} to {reward.get('max', 0):.3f}"))
+    hits = stats.get("air_hits_by_rule") or {}
+    if hits:
+        facts.append(("AIR hits", f"{sum(hits.values()):,} (" + ", ".join(f"{k} {v}" for k, v in sorted(
+            hits.items(), key=lambda kv: -kv[1])) + ")"))
+    facts.append(("written by", f"spanrl {m.get('spanrl_version', '?')}, schema v{m.get('schema_version', '?')}, "
+                                f"from {_plural(len(m.get('source_files') or []), 'span file')}"))
+    return facts
 
 
 def cycles_view(lake: Lake) -> dict[str, Any]:
@@ -295,9 +335,19 @@ def cycles_view(lake: Lake) -> dict[str, Any]:
     def col(key: str) -> list[float | None]:
         return [None if r.get(key) is None else float(r[key]) for r in history]
 
+    rewards = col("train_reward") + col("eval_reward") + col("val_reward") + col("candidate_val_reward")
+    within = (0.0, 1.0) if all(v is None or 0.0 <= v <= 1.0 for v in rewards) else None
+    for row in history:  # the gate's decision in words, as report.png and the demo's table say it
+        row["gate_label"] = _gate_label(row.get("gate"))
+    cand = col("candidate_val_reward")
+    promoted = [v if (r.get("gate_label") or "").startswith("promoted") else None for v, r in zip(cand, history, strict=True)]
+    kept = [v if (r.get("gate_label") or "").startswith("kept") else None for v, r in zip(cand, history, strict=True)]
     charts = [
         line_chart("mean reward per cycle", xs, [("training rollouts", col("train_reward")),
-                                                 ("held-out", col("eval_reward"))], "reward"),
+                                                 ("held-out", col("eval_reward"))], "reward", within=within),
+        line_chart("validation reward and the promotion gate", xs,
+                   [("policy", col("val_reward")), ("candidate promoted", promoted), ("candidate kept", kept)],
+                   "reward", within=within),
         line_chart("train loss (cycle N -> adapter N+1)", xs, [("loss", col("train_loss"))], "loss"),
         line_chart("response tokens trained", xs, [("tokens", col("response_tokens"))], "tokens", bars=True),
         line_chart("AIR hits per cycle", xs, [("AIR hits", col("air_hits"))], "AIR hits", y_zero=True),
@@ -305,6 +355,15 @@ def cycles_view(lake: Lake) -> dict[str, Any]:
                    y_zero=True),
     ]
     return {"history": history, "charts": charts, "cycles": lake.cycles()}
+
+
+def _gate_label(gate: str | None) -> str | None:
+    """``promoted`` / ``kept (no difference)`` / ``kept (worse)`` from the report's gate column."""
+    if not gate:
+        return None
+    if gate.startswith("kept") and " as candidate" in gate:  # records written before the evidence gate
+        return "kept"
+    return gate
 
 
 def sql_view(lake: Lake, sql: str, examples: list[tuple[str, str]]) -> dict[str, Any]:

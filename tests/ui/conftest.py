@@ -59,6 +59,12 @@ def _write_cycles(data: Path, snapshot_id: str) -> None:
         for n, values in enumerate(rewards):
             (data / folder / f"cycle-{n}.jsonl").write_text(
                 "".join(json.dumps({"reward": v, "correct": v > 0.5, "tool_errors": 1 - n // 2}) + "\n" for v in values))
+    # the demo's record: the validation gate of each trained cycle (one promoted, one kept), as spanrl demo writes it
+    (data / "demo" / "cycles.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (
+        {"cycle": 0, "policy": "base", "candidate": "0001-test", "val_reward": 0.4, "candidate_val_reward": 0.6,
+         "promoted": True, "gate": "better"},
+        {"cycle": 1, "policy": "0001-test", "candidate": "0002-test", "val_reward": 0.6, "candidate_val_reward": 0.55,
+         "promoted": False, "gate": "no detectable difference"})))
 
 
 @pytest.fixture(scope="session")

@@ -193,3 +193,40 @@ def test_search_progress_and_every_page_stays_local(page: Page, server: str) -> 
     page.click("nav >> text=Snapshots")
     page.locator("#snapshots a").first.click()
     expect(page.locator("#air-rules")).to_contain_text("tool_error")
+
+
+def test_cycles_gate_snapshot_facts_and_a_420px_screen(page: Page, server: str) -> None:
+    """Issue 31: the validation reward and the gate's decisions on the cycles page, a reward axis
+    within 0..1, a cycle's link to its rollouts; a snapshot's facts in words with the raw manifest
+    one click away; at 420 px no page scrolls sideways (the navigation wraps)."""
+    page.goto(f"{server}/cycles")
+    gate = page.locator("#charts svg[aria-label='validation reward and the promotion gate']")
+    expect(gate.locator("circle.s0")).to_have_count(2)  # the policy's validation reward, cycles 0 and 1
+    expect(gate.locator("circle.s1")).to_have_count(1)  # promoted (cycle 0)
+    expect(gate.locator("circle.s2")).to_have_count(1)  # kept (cycle 1)
+    expect(page.locator("#cycle-1 td.gate")).to_have_text("kept (no difference)")
+    expect(page.locator("#cycle-0 td.gate")).to_have_text("promoted")
+    ticks = page.locator("#charts svg.chart").first.locator("text.tick").all_text_contents()
+    values = [float(t) for t in ticks[: len(ticks) - 3]]  # y ticks; the last three are the cycle numbers
+    assert values and 0.0 <= min(values) and max(values) <= 1.0, values
+    page.locator("#cycle-0 td a").first.click()
+    expect(page).to_have_url(f"{server}/rollouts?cycle=1")
+    expect(page.locator("#rollouts tbody tr").first).to_be_visible()
+
+    page.goto(f"{server}/snapshots")
+    page.locator("#snapshots a").first.click()
+    facts = page.locator("#facts")
+    expect(facts).to_contain_text("transitions")
+    expect(facts).to_contain_text(re.compile(r"spans from\s*\d{4}-\d\d-\d\d .* UTC"))
+    raw = page.locator("#raw-manifest pre")
+    expect(raw).not_to_be_visible()
+    page.locator("#raw-manifest summary").click()
+    expect(raw).to_contain_text('"snapshot_id"')
+    assert "_ns" not in page.locator("#diff").inner_text()  # times are facts, not counts
+
+    page.set_viewport_size({"width": 420, "height": 800})
+    for path in ("/rollouts", "/rollouts/ui-team", "/tasks", "/snapshots", "/cycles", "/sql", "/no-such-page"):
+        page.goto(f"{server}{path}")
+        expect(page.locator("nav[aria-label='main'] >> text=SQL")).to_be_in_viewport()
+        wide = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert wide[0] <= wide[1], f"{path} scrolls sideways at 420 px: {wide}"
