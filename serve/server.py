@@ -95,11 +95,10 @@ class ServeConfig:
             raise InputError(f"--temperature must be in [0, 2], got {self.temperature}")
         self.served_model_aliases = tuple(self.served_model_aliases)
         self.agent_adapters = tuple(self.agent_adapters)
-        for spec in self.agent_adapters:
-            try:
-                agent_adapters_dir(self.data, spec.rpartition("=")[2])
-            except ValueError as exc:
-                raise InputError(f"--agent-adapter {spec!r}: {exc}") from None
+        try:  # each names a folder
+            [agent_adapters_dir(self.data, spec.rpartition("=")[2]) for spec in self.agent_adapters]
+        except ValueError as exc:
+            raise InputError(f"--agent-adapter: {exc}") from None
         if any(not name.strip() for name in (self.served_model_name, *self.served_model_aliases) if name is not None):
             raise InputError("--served-model-name is empty; give the name clients send as `model`")
 
@@ -123,9 +122,8 @@ class ChatServer:
         self.failed = 0
         self.started = time.time()
         # model name -> agent, and which cycle of each agent's chain is loaded (as adapter "agent:<name>")
-        self.agent_routes = {spec.partition("=")[0]: spec.rpartition("=")[2] for spec in config.agent_adapters}
-        self.agents = set(self.agent_routes.values())
-        self.agent_cycles: dict[str, str] = {}
+        self.agent_routes = {s.partition("=")[0]: s.rpartition("=")[2] for s in config.agent_adapters}
+        self.agents, self.agent_cycles = set(self.agent_routes.values()), dict[str, str]()
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[auth_middleware(self.config.token)])
@@ -238,11 +236,9 @@ class ChatServer:
         if agent not in self.agents:
             raise ApiError(f"no adapter chain for agent {agent!r}; this server routes {sorted(self.agents)} "
                            "(start it with --agent-adapter NAME)", 404, "model")
-        root = agent_adapters_dir(self.config.data, agent)
-        cycle = read_pointer(root)
-        if cycle is None:
-            raise ApiError(f"agent {agent!r} has no adapter yet ({root}/LATEST): run `spanrl train --agent {agent}`", 404)
-        name = f"agent:{agent}"
+        root, name = agent_adapters_dir(self.config.data, agent), f"agent:{agent}"
+        if (cycle := read_pointer(root)) is None:
+            raise ApiError(f"agent {agent!r} has no adapter yet in {root}: run `spanrl train --agent {agent}`", 404)
         if self.agent_cycles.get(agent) != cycle:
             await self._on_model_thread(lambda: self.engine.load_adapter(name, root / cycle))
             self.agent_cycles[agent] = cycle
