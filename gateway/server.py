@@ -313,8 +313,7 @@ def run_gateway(config: GatewayConfig) -> None:
         finally:
             await runner.cleanup()
             if collector is not None:
-                await collector.stop()
-            print(f"spanrl gateway: {gateway.summary()}", flush=True)
+                await collector.stop()  # the counters were logged by the app's cleanup
 
     loop = asyncio.new_event_loop()
     task = loop.create_task(main())
