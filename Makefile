@@ -8,7 +8,7 @@ PIP    := $(BIN)/python -m pip
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-quick test lint bench chaos reliability install clean
+.PHONY: demo demo-quick test lint bench chaos reliability install clean screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ demo: $(STAMP)
 
 demo-quick: $(STAMP)
 	$(BIN)/spanrl demo --quick
+
+# the README's UI screenshots from a real data root (the quick demo's by default): make screenshots DATA=/tmp/dq
+DATA ?= spanrl-data
+screenshots: $(STAMP)
+	$(BIN)/python -m spanrl.ui.screenshots --data $(DATA) --out docs
 
 test: $(STAMP)
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
