@@ -198,7 +198,7 @@ class Demo:
                            f" (n={result.eval_n})  validation {fmt(result.val_reward)} -> candidate "
                            f"{result.candidate or '-'} {fmt(result.candidate_val_reward)}: "
                            f"{result.gate_message or 'nothing trained'}  -> adapter {result.adapter}"
-                           f"  [{time.monotonic() - self.started:.0f}s so far]", markup=False)
+                           f"  [{time.monotonic() - self.started:.0f}s so far]", markup=False, soft_wrap=True)
         return result
 
     def gate(self, cycle: int, result: CycleResult, progress: Progress, server: subprocess.Popen) -> None:

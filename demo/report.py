@@ -165,8 +165,8 @@ def print_table(rows: list[dict[str, Any]], console: Any = None) -> None:
     for part, group in enumerate(column_groups(cells, console.width)):  # console.width honours $COLUMNS
         title = "spanrl: reward per cycle" + (" (continued)" if part else "")
         table = Table(title=title)
-        for i in group:
-            table.add_column(COLUMNS[i][1], justify="right", overflow="fold")
+        for i in group:  # wraps at spaces, never inside a word (rich would shrink a column below its longest word)
+            table.add_column(COLUMNS[i][1], justify="right", min_width=_longest_word(cells, i))
         for line in cells:
             table.add_row(*(line[i] for i in group))
         console.print(table)
@@ -183,6 +183,10 @@ def interpret(rows: list[dict[str, Any]]) -> str:
     tools = f"; tool calls failed in {sum(errors) / len(errors):.0%} of the training rollouts' calls" if errors else ""
     if last is first:
         one = f"The base model scored {first['eval_reward']:.3f} on {first.get('eval_n')} held-out tasks{tools}."
+    elif last.get("policy") == first.get("policy"):  # no candidate was promoted: the same model, sampled twice
+        one = (f"The policy did not change ({first.get('policy')}), so its held-out reward moving from "
+               f"{first['eval_reward']:.3f} to {last['eval_reward']:.3f} over {last.get('eval_n')} tasks is sampling "
+               f"noise{tools}.")
     else:
         move = last["eval_reward"] - first["eval_reward"]
         one = (f"Held-out reward went from {first['eval_reward']:.3f} (policy {first.get('policy')}) to "
@@ -197,12 +201,15 @@ def interpret(rows: list[dict[str, Any]]) -> str:
     return f"{one} {decided}{weight}."
 
 
+def _longest_word(cells: list[list[str]], i: int) -> int:
+    return max(len(w) for text in (COLUMNS[i][1], *(line[i] for line in cells)) for w in text.split())
+
+
 def column_groups(cells: list[list[str]], width: int) -> list[list[int]]:
     """Column indexes split into tables that each fit ``width`` (each starts with the cycle column):
     a narrow terminal gets two tables rather than cut headers ("held-o…")."""
-    def need(i: int) -> int:  # a header may fold at its spaces; a cell may not
-        words = max(len(w) for w in COLUMNS[i][1].split())
-        return max([words, *(len(line[i]) for line in cells)]) + 3  # padding and the border
+    def need(i: int) -> int:  # headers and cells wrap at their spaces: the longest word, padding and border
+        return _longest_word(cells, i) + 3
 
     groups: list[list[int]] = [[0]]
     used = 1 + need(0)

@@ -97,8 +97,12 @@ def test_summary_table_fits_the_console_width_without_cut_headers(width: int, mo
 
 
 def test_interpretation_is_two_sentences_with_the_numbers() -> None:
-    text = interpret(_history())
-    assert text.count(". ") == 1 and text.endswith(".")
-    assert "0.250" in text and "0.500" in text and "+0.250" in text and "50%" in text
-    assert "promoted 0 of 1" in text and "noise" in text
+    same = interpret(_history())  # nothing promoted: the same policy evaluated twice
+    assert same.count(". ") == 1 and same.endswith(".")
+    assert "did not change (base)" in same and "0.250 to 0.500" in same and "50%" in same
+    assert "promoted 0 of 1" in same and "noise" in same
+    rows = _history()
+    rows[0]["gate"], rows[1]["policy"] = "promoted", "0001-x"
+    moved = interpret(rows)
+    assert "from 0.250 (policy base) to 0.500 (policy 0001-x, +0.250)" in moved and "promoted 1 of 1" in moved
     assert "nothing to compare" in interpret([{"cycle": 0}])
