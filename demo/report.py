@@ -250,8 +250,9 @@ def plot_history(rows: list[dict[str, Any]], path: Path) -> Path:
     ax.plot(x, series("val_reward"), "o-", label="policy")
     cand = series("candidate_val_reward")
     kept = [c if r.get("gate", "") and str(r.get("gate")).startswith("kept") else float("nan") for c, r in zip(cand, rows, strict=True)]
-    ax.plot(x, cand, "^", color="tab:green", label="candidate (promoted)")
-    ax.plot(x, kept, "x", color="tab:red", markersize=10, label="candidate kept (worse)")
+    promoted = [c if str(r.get("gate") or "").startswith("promoted") else float("nan") for c, r in zip(cand, rows, strict=True)]
+    ax.plot(x, promoted, "^", color="tab:green", label="candidate (promoted)")
+    ax.plot(x, kept, "x", color="tab:red", markersize=10, label="candidate kept (no difference or worse)")
     ax.set(title="validation reward and the promotion gate", xlabel="cycle", ylabel="reward")
     ax.legend(fontsize=8)
     ax = axes[1][0]

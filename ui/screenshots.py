@@ -67,9 +67,9 @@ def take(data: Path, out: Path, width: int = 1360, height: int = 900) -> list[Pa
             rollout = busiest_rollout(base, page)
             if rollout:
                 page.goto(f"{base}/rollouts/{rollout}")
-                step = page.locator("li.step").nth(1)
-                if step.count():
-                    step.scroll_into_view_if_needed()
+                thread = page.locator("ol.thread")  # the conversation's first steps at the top of the picture
+                if thread.count():
+                    thread.evaluate("el => window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 60)")
                 shot("ui-rollout.png")
             page.goto(f"{base}/cycles")
             shot("ui-cycles.png")
