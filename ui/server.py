@@ -12,7 +12,7 @@ from pathlib import Path
 from aiohttp import web
 
 from spanrl.errors import InputError
-from spanrl.layout import lake_dir, tables_dir
+from spanrl.layout import lake_dir
 from spanrl.ui.app import make_app
 from spanrl.ui.data import Lake
 
@@ -63,10 +63,12 @@ def bind(host: str, port: int) -> socket.socket:
 def preparing_note(data: Path) -> str | None:
     """What the start-up computes, in words, or None when it computes nothing worth a line (an
     empty lake). The per-rollout summary is always built; the stage-2 relations only when no
-    stored build (``transitions/_tables/LATEST``) exists."""
+    stored build exists (``spanrl.transitions.tables.current_tables``)."""
+    from spanrl.transitions.tables import current_tables
+
     if next(lake_dir(data).rglob("*.parquet"), None) is None:
         return None
-    if (tables_dir(data) / "LATEST").is_file():
+    if current_tables(data)[0]:
         return f"preparing {data} (a summary of every rollout)"
     return f"preparing {data} (a summary of every rollout; stage-2 tables in memory: no stored build yet, run `spanrl ingest`)"
 
