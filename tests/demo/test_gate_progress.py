@@ -106,3 +106,15 @@ def test_interpretation_is_two_sentences_with_the_numbers() -> None:
     moved = interpret(rows)
     assert "from 0.250 (policy base) to 0.500 (policy 0001-x, +0.250)" in moved and "promoted 1 of 1" in moved
     assert "nothing to compare" in interpret([{"cycle": 0}])
+
+
+def test_the_demo_picks_lines_off_a_terminal_and_bars_in_one(tmp_path: Path) -> None:
+    from rich.progress import Progress
+
+    from spanrl.demo.config import DemoConfig
+    from spanrl.demo.loop import Demo
+
+    piped = Demo(DemoConfig(data=tmp_path), Console(file=io.StringIO()))
+    assert isinstance(piped._progress(), LineProgress)
+    terminal = Demo(DemoConfig(data=tmp_path), Console(file=io.StringIO(), force_terminal=True))
+    assert isinstance(terminal._progress(), Progress)
