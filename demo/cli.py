@@ -73,7 +73,7 @@ def demo(data: Path, cycles: int | None, quick: bool, model: Path | None, ingest
         raise SystemExit(130) from None
     rows, png, page = write_report(data)
     print_table(rows, console)
-    console.print(interpret(rows), markup=False)
+    console.print(interpret(rows), markup=False, soft_wrap=True)  # one line per run: grep-able in a log
     console.print(f"lake        {lake_dir(data)}\nsnapshots   {transitions_dir(data)}\nadapters    {adapters_dir(data)}"
                   f"\nheld-out    {data / 'eval'}\nreport      {png}  {page}")
     console.print(f"browse      spanrl ui --data {data}", soft_wrap=True)  # one line: copy-paste it
