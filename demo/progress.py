@@ -42,15 +42,19 @@ class LineProgress:
                advance: float | None = None, **_: Any) -> None:
         with self._lock:
             task = self._tasks[task_id]
+            planned = None
             if total is not None:
+                if not task["total"] and total:  # the count arrives after the start (the runner's plan)
+                    planned = f"{task['description']}: {total:g} to do"
                 task["total"] = total
             if completed is not None:
                 task["completed"] = completed
             if advance is not None:
                 task["completed"] += advance
             line = self._line(task)
-        if line:
-            self._say(line)
+        for text in (planned, line):
+            if text:
+                self._say(text)
 
     def advance(self, task_id: int, advance: float = 1) -> None:
         self.update(task_id, advance=advance)

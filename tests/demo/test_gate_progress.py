@@ -67,10 +67,10 @@ def test_line_progress_prints_start_quarters_and_end_with_counts() -> None:
         step = progress.add_task("cycle 0: ingest", total=1)
         progress.advance(step)
     lines = buf.getvalue().splitlines()
-    assert lines[0] == "c0: eval rollouts: started"
-    assert [ln.split(": ", 2)[-1].split(" ")[0] for ln in lines[1:5]] == ["2/8", "4/8", "6/8", "done,"]
-    assert "done, 8/8 in " in lines[4] and lines[5] == "cycle 0: ingest: started (1 to do)"
-    assert lines[6].startswith("cycle 0: ingest: done, 1/1 in ") and len(lines) == 7
+    assert lines[:2] == ["c0: eval rollouts: started", "c0: eval rollouts: 8 to do"]
+    assert [ln.split(": ", 2)[-1].split(" ")[0] for ln in lines[2:6]] == ["2/8", "4/8", "6/8", "done,"]
+    assert "done, 8/8 in " in lines[5] and lines[6] == "cycle 0: ingest: started (1 to do)"
+    assert lines[7].startswith("cycle 0: ingest: done, 1/1 in ") and len(lines) == 8
 
 
 def _history() -> list[dict]:
