@@ -302,7 +302,6 @@ def gateway_in_background(config: GatewayConfig, span_exporter: Any = None) -> R
 
 def run_gateway(config: GatewayConfig) -> None:
     """Serve until SIGINT/SIGTERM; prints the URL once listening; flushes spans on the way out."""
-    import signal
 
     async def main() -> None:
         gateway, runner, collector, url = await _start(config, None)
@@ -315,13 +314,6 @@ def run_gateway(config: GatewayConfig) -> None:
             if collector is not None:
                 await collector.stop()  # the counters were logged by the app's cleanup
 
-    loop = asyncio.new_event_loop()
-    task = loop.create_task(main())
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, task.cancel)
-    try:
-        loop.run_until_complete(task)
-    except asyncio.CancelledError:
-        pass
-    finally:
-        loop.close()
+    from spanrl.processes import run_until_signalled
+
+    run_until_signalled(main)

@@ -386,15 +386,6 @@ def run_server(config: ServeConfig, span_exporter: Any = None) -> None:
         finally:
             await runner.cleanup()
 
-    import signal
+    from spanrl.processes import run_until_signalled
 
-    loop = asyncio.new_event_loop()
-    task = loop.create_task(main())
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, task.cancel)
-    try:
-        loop.run_until_complete(task)
-    except asyncio.CancelledError:
-        pass
-    finally:
-        loop.close()
+    run_until_signalled(main)

@@ -10,6 +10,8 @@ import contextlib
 import os
 import signal
 import subprocess
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 
 def stop_group(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
@@ -24,3 +26,21 @@ def stop_group(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def run_until_signalled(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run ``main()`` on a new event loop until it returns, or SIGINT/SIGTERM cancels it: a clean stop
+    (its ``finally`` blocks run), which the servers (``spanrl serve``, ``spanrl gateway``) rely on to
+    flush their spans and stop their embedded collector."""
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(main())
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        loop.run_until_complete(task)
+    except asyncio.CancelledError:
+        pass
+    finally:
+        loop.close()
