@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 
 import httpx
 import openai
@@ -46,6 +47,8 @@ def chain(tmp_path_factory: pytest.TempPathFactory):
 @pytest.mark.parametrize("stream", [False, True])
 def test_gateway_span_has_serves_exact_ids(chain, stream: bool) -> None:
     client = openai.OpenAI(base_url=chain["gw"].url + "/v1", api_key="unused", max_retries=0, timeout=60)
+    chain["gw_spans"].clear()
+    chain["serve_spans"].clear()
     if stream:
         chunks = list(client.chat.completions.create(model="tiny-chat", messages=HELLO, stream=True))
         assert not any("token_ids" in (c.model_extra or {}) for ch in chunks for c in ch.choices)
@@ -54,11 +57,24 @@ def test_gateway_span_has_serves_exact_ids(chain, stream: bool) -> None:
         reply = client.chat.completions.create(model="tiny-chat", messages=HELLO)
         assert "prompt_token_ids" not in (reply.model_extra or {})
         assert "token_ids" not in (reply.choices[0].model_extra or {})
-    ours, theirs = chain["gw_spans"].get_finished_spans()[-1], chain["serve_spans"].get_finished_spans()[-1]
+    ours, theirs = _call_spans(chain)
     for key in ("spanrl.prompt_token_ids", "spanrl.response_token_ids"):
         assert list(ours.attributes[key]) == list(theirs.attributes[key]) and len(ours.attributes[key]) > 0
     assert ours.attributes["gen_ai.response.id"] == theirs.attributes["gen_ai.response.id"]
     assert theirs.parent.span_id == ours.context.span_id and theirs.context.trace_id == ours.context.trace_id
+
+
+def _call_spans(chain, timeout_s: float = 60.0):
+    """This call's gateway span and serve's span under it. A streamed call's spans end after the last
+    chunk went out, so the client can be done first: wait for them (a safety net, not a sleep)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for ours in chain["gw_spans"].get_finished_spans():
+            for theirs in chain["serve_spans"].get_finished_spans():
+                if theirs.parent is not None and theirs.parent.span_id == ours.context.span_id:
+                    return ours, theirs
+        time.sleep(0.05)
+    raise AssertionError("no serve span under a gateway span of this call")
 
 
 def _ask(url: str, model: str, headers: dict | None = None) -> httpx.Response:
@@ -72,8 +88,10 @@ def test_requests_are_routed_to_their_agents_adapter(chain) -> None:
     assert used == {"solver": "agent:solver", "gpt-4o-mini": "agent:router", "tiny-chat": "base"}
     refused = _ask(url, "tiny-chat", {"x-spanrl-agent": "nobody"})
     assert refused.status_code == 404 and "--agent-adapter" in refused.json()["error"]["message"]
+    chain["gw_spans"].clear()
+    chain["serve_spans"].clear()
     _ask(chain["gw"].url, "tiny-chat", {"x-spanrl-agent": "router"})  # through the gateway: header forwarded
-    assert chain["serve_spans"].get_finished_spans()[-1].attributes["spanrl.adapter"] == "agent:router"
+    assert _call_spans(chain)[1].attributes["spanrl.adapter"] == "agent:router"
 
 
 def test_a_moved_latest_is_loaded_by_the_next_request(chain) -> None:
