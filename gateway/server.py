@@ -20,7 +20,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 import aiohttp
 from aiohttp import web
@@ -131,7 +130,7 @@ class Gateway:
         from opentelemetry.trace import SpanKind
 
         rollout_id = request.match_info.get("rollout_id")
-        url_parent = unquote(request.match_info.get("traceparent", "-"))
+        url_parent = request.match_info.get("traceparent", "-")
         carrier = {k.lower(): v for k, v in request.headers.items()}
         if "traceparent" not in carrier and url_parent != "-":
             carrier = {"traceparent": url_parent}
@@ -143,7 +142,7 @@ class Gateway:
         attrs["gen_ai.system"] = attrs["gen_ai.provider.name"] = SCOPE
         attrs["spanrl.gateway.upstream"] = self.config.upstream
         if rollout_id is not None:
-            attrs["spanrl.rollout_id"] = unquote(rollout_id)
+            attrs["spanrl.rollout_id"] = rollout_id  # aiohttp decoded the path segment already (%2F -> /)
         span.set_attributes(attrs)
         return span
 

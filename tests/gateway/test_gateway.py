@@ -156,3 +156,17 @@ def test_an_upstream_that_rejects_token_ids_is_asked_without_them(memory_gateway
     assert asked == [True, False, False]  # asked once, then never again
     span = exporter.get_finished_spans()[-1]
     assert "spanrl.response_token_ids" not in span.attributes and span.attributes["gen_ai.response.id"]
+
+
+def test_a_rollout_id_with_a_slash_or_percent_survives_the_per_attempt_url(memory_gateway) -> None:
+    """The runner puts the rollout id into the base URL percent-encoded (``quote(id, safe='')``); the
+    gateway's span must carry the id exactly, ``/`` and ``%`` included."""
+    from urllib.parse import quote
+
+    from spanrl.rollout.spans import new_span_ids, traceparent
+
+    (gw, _), exporter, _, _ = memory_gateway
+    rollout_id = "team/a%41-1"
+    base = f"{gw.url}/r/{quote(rollout_id, safe='')}/{traceparent(new_span_ids())}"
+    _post(base, {"model": "policy", "messages": [{"role": "user", "content": "hi"}]})
+    assert exporter.get_finished_spans()[-1].attributes["spanrl.rollout_id"] == rollout_id
