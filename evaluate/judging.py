@@ -17,8 +17,8 @@ from pathlib import Path
 
 from spanrl.judge.client import JudgeClient
 from spanrl.judge.config import JudgeConfig
-from spanrl.judge.prompt import judge_messages, parse_scores
-from spanrl.judge.runner import read_rubric
+from spanrl.judge.prompt import judge_messages
+from spanrl.judge.runner import read_rubric, scores_with_retries
 from spanrl.judge.trajectories import Group, Trajectory
 from spanrl.rollout.runs import OK, RunLog
 from spanrl.rollout.tasks import read_tasks
@@ -37,6 +37,8 @@ class JudgeStats:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    call_errors: int = 0  # judge calls that failed (retried)
+    malformed: int = 0  # answers that did not parse (retried)
 
 
 def sample_outputs(data: Path, run_id: str) -> dict[tuple[str, int], str]:
@@ -83,21 +85,12 @@ async def _judge_all(judge: JudgeConfig, rubric: str, members: dict[str, list[tu
 
     async def one(task_id: str, group: list[tuple[str, Trajectory]]) -> None:
         messages = judge_messages(Group(task_id, [t for _, t in group]), rubric, judge.max_tokens_per_trajectory)
-        problem = ""
-        for attempt in range(judge.retries + 1):
-            if attempt:
-                await asyncio.sleep(min(8.0, 0.5 * 2 ** attempt))
-            async with gate:
-                answer = await client.chat(messages)
-            stats.calls += 1
-            stats.prompt_tokens += answer.prompt_tokens
-            stats.completion_tokens += answer.completion_tokens
-            parsed, problem = (None, answer.error) if answer.error else parse_scores(answer.text, len(group))
-            if parsed is not None:
-                out[task_id] = [score for score, _ in parsed]
-                stats.judged += 1
-                return
-        stats.rejected.append(f"task {task_id}: {problem}")
+        parsed, problem = await scores_with_retries(client, gate, messages, len(group), judge.retries, stats)
+        if parsed is None:
+            stats.rejected.append(f"task {task_id}: {problem}")
+            return
+        out[task_id] = [score for score, _ in parsed]
+        stats.judged += 1
 
     try:
         await asyncio.gather(*(one(k, g) for k, g in members.items()))

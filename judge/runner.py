@@ -12,6 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from spanrl.judge.client import JudgeClient
 from spanrl.judge.config import JudgeConfig
@@ -75,31 +76,42 @@ async def _judge_all(cfg: JudgeConfig, rubric: str, todo: list[tuple[str, Group]
 
     async def judge_group(key: str, group: Group) -> None:
         messages = judge_messages(group, rubric, cfg.max_tokens_per_trajectory)
-        problem = ""
-        for attempt in range(cfg.retries + 1):
-            if attempt:
-                await asyncio.sleep(min(8.0, 0.5 * 2 ** attempt))
-            async with gate:
-                answer = await client.chat(messages)
-            report.calls += 1
-            report.prompt_tokens += answer.prompt_tokens
-            report.completion_tokens += answer.completion_tokens
-            if answer.error:
-                report.call_errors += 1
-                problem = answer.error
-                continue
-            scores, problem = parse_scores(answer.text, len(group.members))
-            if scores is None:
-                report.malformed += 1
-                continue
-            store.record(key, group, scores, cfg.judge_model, report.rubric_hash)
-            report.judged += 1
-            report.rollouts_scored += len(scores)
+        scores, problem = await scores_with_retries(client, gate, messages, len(group.members), cfg.retries, report)
+        if scores is None:
+            report.rejected += 1
+            report.rejections.append(f"task {group.task_id}: {problem}")
             return
-        report.rejected += 1
-        report.rejections.append(f"task {group.task_id}: {problem}")
+        store.record(key, group, scores, cfg.judge_model, report.rubric_hash)
+        report.judged += 1
+        report.rollouts_scored += len(scores)
 
     try:
         await asyncio.gather(*(judge_group(k, g) for k, g in todo))
     finally:
         await client.close()
+
+
+async def scores_with_retries(client: JudgeClient, gate: asyncio.Semaphore, messages: list[dict[str, Any]],
+                              n_members: int, retries: int, tally: Any) -> tuple[Any, str]:
+    """One group's scores from the judge: a failed call or a malformed answer is asked again (backing
+    off) up to ``retries`` times, never guessed. ``tally`` counts calls, tokens, call errors and
+    malformed answers (``JudgeReport``, or ``spanrl eval``'s stats). (None, the last problem) when
+    every attempt failed."""
+    problem = ""
+    for attempt in range(retries + 1):
+        if attempt:
+            await asyncio.sleep(min(8.0, 0.5 * 2 ** attempt))
+        async with gate:
+            answer = await client.chat(messages)
+        tally.calls += 1
+        tally.prompt_tokens += answer.prompt_tokens
+        tally.completion_tokens += answer.completion_tokens
+        if answer.error:
+            tally.call_errors += 1
+            problem = answer.error
+            continue
+        scores, problem = parse_scores(answer.text, n_members)
+        if scores is not None:
+            return scores, problem
+        tally.malformed += 1
+    return None, problem
