@@ -4,4 +4,4 @@ CREATE OR REPLACE TEMP VIEW log_batches AS
 SELECT resourceLogs, ${source_file} AS source_file, NULL::BIGINT AS line_no
 FROM read_ndjson(${src}, columns = {'resourceLogs': 'otlp_resource_logs[]'},
                  format = 'newline_delimited', records = true, auto_detect = false,
-                 ignore_errors = true, maximum_object_size = 33554432)
+                 ignore_errors = true, maximum_object_size = 16777216)

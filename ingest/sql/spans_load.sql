@@ -4,6 +4,8 @@
 -- loader points at read_ndjson (fast path) or at numbered lines (slow path). Parameter: $ingested_at.
 -- A bad line (resourceSpans NULL) or a span without ids yields a row with date NULL: the loader
 -- takes that as "this file needs the line-numbered path" and records rejects from it.
+-- The resource is converted once per resourceSpans entry, before its spans are unnested (a batch
+-- holds hundreds of spans of one resource; bench/night_profile.py measured the per-span form).
 SELECT
     otlp_id(b.sp.traceId, 16) AS trace_id,
     otlp_id(b.sp.spanId, 8) AS span_id,
@@ -14,8 +16,8 @@ SELECT
     otlp_ns(b.sp.endTimeUnixNano) AS end_ns,
     otlp_status_code(b.sp.status.code) AS status_code,
     nullif(b.sp.status.message, '') AS status_message,
-    otlp_service_name(b.resource.attributes) AS service_name,
-    otlp_attrs_flat(b.resource.attributes) AS resource,
+    b.service_name AS service_name,
+    b.resource AS resource,
     b.scope."name" AS scope_name,
     nullif(b.scope."version", '') AS scope_version,
     otlp_attrs(b.sp.attributes) AS attributes,
@@ -30,10 +32,11 @@ SELECT
     CASE WHEN otlp_id(b.sp.traceId, 16) IS NULL OR otlp_id(b.sp.spanId, 8) IS NULL THEN NULL
          ELSE otlp_date(otlp_ns(b.sp.startTimeUnixNano)) END AS "date"
 FROM (
-    SELECT r.resource, s.scope, unnest(CASE WHEN s IS NULL THEN [NULL] ELSE coalesce(s.spans, []) END) AS sp,
+    SELECT r.service_name, r.resource, s.scope, unnest(CASE WHEN s IS NULL THEN [NULL] ELSE coalesce(s.spans, []) END) AS sp,
            r.source_file, r.line_no
     FROM (
-        SELECT rs.resource AS resource, unnest(CASE WHEN rs IS NULL THEN [NULL] ELSE coalesce(rs.scopeSpans, []) END) AS s,
+        SELECT otlp_service_name(rs.resource.attributes) AS service_name, otlp_attrs_flat(rs.resource.attributes) AS resource,
+               unnest(CASE WHEN rs IS NULL THEN [NULL] ELSE coalesce(rs.scopeSpans, []) END) AS s,
                source_file, line_no
         FROM (SELECT unnest(CASE WHEN resourceSpans IS NULL THEN [NULL] ELSE resourceSpans END) AS rs, source_file, line_no
               FROM trace_batches) AS x

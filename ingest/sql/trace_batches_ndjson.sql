@@ -6,4 +6,4 @@ CREATE OR REPLACE TEMP VIEW trace_batches AS
 SELECT resourceSpans, ${source_file} AS source_file, NULL::BIGINT AS line_no
 FROM read_ndjson(${src}, columns = {'resourceSpans': 'otlp_resource_spans[]'},
                  format = 'newline_delimited', records = true, auto_detect = false,
-                 ignore_errors = true, maximum_object_size = 33554432)
+                 ignore_errors = true, maximum_object_size = 16777216)
