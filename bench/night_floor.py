@@ -127,12 +127,44 @@ def _load(name: str, file: str):
     return module
 
 
+KINDS = ("bare", "bare_floor", "floor", "spanrl")
+NAMES = {"bare": "bare read_ndjson -> parquet", "bare_floor": "floor, messages extracted (no conversion)",
+         "floor": "floor (stage 1 + llm_calls + transitions)", "spanrl": "spanrl ingest (full chain)"}
+
+
+def measure_night(bench_ingest, root: Path, files: list[Path], memory_limit: str,
+                  kinds: tuple[str, ...] = KINDS) -> dict:
+    """Each kind over ``files``, each in its own fresh process (spanrl into a fresh data root)."""
+    tmp = root / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    row = {}
+    for kind in kinds:
+        if kind == "bare":
+            row[kind] = bench_ingest.measure([sys.executable, "-c", bench_ingest.BASELINE, str(tmp / "bare.parquet"),
+                                              memory_limit, str(tmp), *map(str, files)])
+        elif kind in ("floor", "bare_floor"):
+            row[kind] = _measure_floor(bench_ingest, root / "floor", files, convert=kind == "floor")
+        else:
+            data = root / "data"
+            shutil.rmtree(data, ignore_errors=True)
+            (data / "otel").mkdir(parents=True)
+            for f in files:  # a fresh data root each time: every run ingests the same night from scratch
+                (data / "otel" / f.name).hardlink_to(f)
+            row[kind] = bench_ingest.measure([sys.executable, "-m", "spanrl", "ingest", "--data", str(data),
+                                              "--settle", "0s", "--memory-limit", memory_limit])
+        row[kind] = {k: v for k, v in row[kind].items() if k != "err"}
+    return row
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rollouts", type=int, default=10_000, help="rollouts in the night (6 spans each)")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--fixed-rollouts", type=int, default=100,
+                   help="rollouts of the small night that measures each chain's fixed cost per night (0: skip)")
     p.add_argument("--memory-limit", default="2GB")
     p.add_argument("--dir", type=Path, default=None, help="work folder (default: a new temp dir)")
+    p.add_argument("--report", type=Path, default=None, help="print the report of a results file (floor.jsonl) and exit")
     p.add_argument("--floor-run", type=Path, default=None, help=argparse.SUPPRESS)
     p.add_argument("--no-convert", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("files", nargs="*", help=argparse.SUPPRESS)
@@ -140,55 +172,86 @@ def main() -> None:
     if args.floor_run:
         floor_run(args.floor_run, args.files, convert=not args.no_convert)
         return
+    if args.report:
+        report([json.loads(line) for line in args.report.read_text().splitlines() if line.strip()])
+        return
 
     bench_ingest = _load("bench_ingest", "ingest.py")
     nightly = _load("bench_nightly", "nightly.py")
     root = args.dir or Path(tempfile.mkdtemp(prefix="spanrl-floor-"))
     root.mkdir(parents=True, exist_ok=True)
     files = nightly.write_night(root / "night", 0, args.rollouts)
-    tmp = root / "tmp"
-    tmp.mkdir(exist_ok=True)
+    small = nightly.write_night(root / "small", 0, args.fixed_rollouts) if args.fixed_rollouts else []
     log = root / "floor.jsonl"
     print(f"one night: {args.rollouts} rollouts, {sum(f.stat().st_size for f in files) / 1e6:.0f} MB in "
-          f"{len(files)} files; {args.rounds} rounds, each kind in its own process", flush=True)
+          f"{len(files)} files; {args.rounds} rounds, each kind in its own process"
+          + (f"; fixed costs from a night of {args.fixed_rollouts} rollouts" if small else ""), flush=True)
     rounds = []
     for r in range(args.rounds):
-        row = {"round": r + 1, "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        row["bare"] = bench_ingest.measure([sys.executable, "-c", bench_ingest.BASELINE, str(tmp / "bare.parquet"),
-                                            args.memory_limit, str(tmp), *map(str, files)])
-        row["floor"] = _measure_floor(bench_ingest, root / "floor", files, convert=True)
-        row["bare_floor"] = _measure_floor(bench_ingest, root / "floor", files, convert=False)
-        data = root / "data"
-        shutil.rmtree(data, ignore_errors=True)
-        (data / "otel").mkdir(parents=True)
-        for f in files:  # a fresh data root per round: every round ingests the same night from scratch
-            (data / "otel" / f.name).hardlink_to(f)
-        row["spanrl"] = bench_ingest.measure([sys.executable, "-m", "spanrl", "ingest", "--data", str(data),
-                                              "--settle", "0s", "--memory-limit", args.memory_limit])
-        for kind in ("bare", "floor", "bare_floor", "spanrl"):
-            row[kind] = {k: v for k, v in row[kind].items() if k != "err"}
+        row = {"round": r + 1, "at": time.strftime("%Y-%m-%dT%H:%M:%S"), "rollouts": args.rollouts,
+               "spans": args.rollouts * nightly.SPANS_PER_ROLLOUT}
+        row.update(measure_night(bench_ingest, root, files, args.memory_limit))
+        if small:
+            row["small"] = {"rollouts": args.fixed_rollouts, "spans": args.fixed_rollouts * nightly.SPANS_PER_ROLLOUT,
+                            **measure_night(bench_ingest, root, small, args.memory_limit)}
         rounds.append(row)
         with open(log, "a") as fh:
             fh.write(json.dumps(row) + "\n")
-        print(f"round {r + 1}: " + ", ".join(f"{k} {row[k]['seconds']:.2f}s"
-                                             for k in ("bare", "floor", "bare_floor", "spanrl")), flush=True)
+        print(f"round {r + 1}: " + ", ".join(f"{k} {row[k]['seconds']:.2f}s / {row[k]['cpu_s']:.2f} CPU s"
+                                             for k in KINDS), flush=True)
     report(rounds)
     print(f"\nresults: {log}")
 
 
+def _median(rows: list[dict], kind: str, key: str) -> float:
+    return statistics.median(r[kind][key] for r in rows)
+
+
 def report(rounds: list[dict]) -> None:
-    med = {k: statistics.median(r[k]["seconds"] for r in rounds) for k in ("bare", "floor", "bare_floor", "spanrl")}
-    print(f"\n{'chain':<44}{'median s':>9}{'bare/x':>8}")
-    names = {"bare": "bare read_ndjson -> parquet", "bare_floor": "floor, messages extracted (no conversion)",
-             "floor": "floor (stage 1 + llm_calls + transitions)", "spanrl": "spanrl ingest (full chain)"}
-    for k in ("bare", "bare_floor", "floor", "spanrl"):
-        print(f"{names[k]:<44}{med[k]:>9.2f}{med['bare'] / med[k]:>8.2f}")
+    """The chains side by side (medians), then, with a small night, what a 0.35x / 0.5x chain may
+    spend: its fixed cost per night plus a cost per span, against what spanrl and the floor spend."""
+    med = {k: {m: _median(rounds, k, m) for m in ("seconds", "cpu_s", "rss_mb")} for k in KINDS}
+    bare = med["bare"]
+    print(f"\n{'chain':<44}{'wall s':>8}{'CPU s':>8}{'RSS MB':>8}{'bare/x wall':>12}{'bare/x CPU':>11}"
+          f"{'RSS x/bare':>11}")
+    for k in KINDS:
+        m = med[k]
+        print(f"{NAMES[k]:<44}{m['seconds']:>8.2f}{m['cpu_s']:>8.2f}{m['rss_mb']:>8.0f}"
+              f"{bare['seconds'] / m['seconds']:>12.2f}{bare['cpu_s'] / m['cpu_s']:>11.2f}"
+              f"{m['rss_mb'] / bare['rss_mb']:>11.2f}")
     steps = rounds[0]["floor"]["steps"]
     per_step = {s: statistics.median(r["floor"]["steps"][s] for r in rounds) for s in steps}
-    print("floor steps (median s): " + ", ".join(f"{s} {v:.2f}" for s, v in per_step.items()))
-    budget = 2 * med["bare"]
-    print(f"a chain at 0.5x may take {budget:.2f} s; the floor leaves {budget - med['floor']:+.2f} s for everything "
-          f"spanrl adds to it, which takes {med['spanrl'] - med['floor']:.2f} s today")
+    print("floor steps (median wall s): " + ", ".join(f"{s} {v:.2f}" for s, v in per_step.items()))
+    if "small" not in rounds[0]:
+        return
+    small = [r["small"] for r in rounds]
+    n, n_small = rounds[0]["spans"], small[0]["spans"]
+    print(f"\nfixed cost per night and cost per 1,000 spans (a {n_small:,}-span night against the {n:,}-span one):")
+    print(f"{'':<44}{'fixed s':>9}{'fixed CPU':>10}{'per 1k s':>10}{'per 1k CPU':>11}")
+    cost = {}
+    for k in KINDS:  # a line through the two nights: its intercept is the fixed cost, its slope the cost per span
+        at_small = {m: statistics.median(s[k][m] for s in small) for m in ("seconds", "cpu_s")}
+        per = {m: (med[k][m] - at_small[m]) / (n - n_small) for m in ("seconds", "cpu_s")}
+        fixed = {m: at_small[m] - per[m] * n_small for m in ("seconds", "cpu_s")}
+        cost[k] = (fixed, per)
+        print(f"{NAMES[k]:<44}{fixed['seconds']:>9.2f}{fixed['cpu_s']:>10.2f}{per['seconds'] * 1e3:>10.3f}"
+              f"{per['cpu_s'] * 1e3:>11.3f}")
+    for target in (0.35, 0.5):
+        for m, label in (("seconds", "wall"), ("cpu_s", "CPU")):
+            budget = bare[m] / target
+            s_fixed, s_per, f_per = cost["spanrl"][0][m], cost["spanrl"][1][m], cost["floor"][1][m]
+            allowed = (budget - s_fixed) / n
+            if allowed <= 0:
+                verdict = f"spanrl's fixed {s_fixed:.2f} s per night alone exceeds it"
+            elif f_per > allowed:
+                verdict = (f"after spanrl's fixed {s_fixed:.2f} s, {allowed * 1e6:.1f} us/span are left, less than the "
+                           f"floor's {f_per * 1e6:.1f}")
+            else:
+                verdict = (f"after spanrl's fixed {s_fixed:.2f} s and the floor's {f_per * 1e6:.1f} us/span, "
+                           f"{(allowed - f_per) * 1e6:.1f} us/span are left for all the floor leaves out, which "
+                           f"takes {(s_per - f_per) * 1e6:.1f} today")
+            print(f"at {target}x ({label}): {budget:.2f} s for {n:,} spans (spanrl spends {s_per * 1e6:.1f} us/span); "
+                  f"{verdict}")
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ def run_night(root: Path, night: int, rollouts: int, memory_limit: str) -> dict:
     return {"night": night + 1, "spans": rollouts * SPANS_PER_ROLLOUT, "mb": sum(p.stat().st_size for p in files) / 1e6,
             "baseline_s": base["seconds"], "baseline_rss_mb": base["rss_mb"],
             "spanrl_s": full["seconds"], "spanrl_rss_mb": full["rss_mb"], "ratio": base["seconds"] / full["seconds"],
+            "baseline_cpu_s": base["cpu_s"], "spanrl_cpu_s": full["cpu_s"], "cpu_ratio": base["cpu_s"] / full["cpu_s"],
             "stage2": stage2.get("mode"), "traces_recomputed": stage2.get("traces_recomputed"),
             "stage2_rows_s": (stage2.get("seconds") or {}).get("rows"),
             "snapshots_mb": _disk_mb(data / "transitions")}
@@ -83,11 +84,13 @@ def slope(xs: list[float], ys: list[float]) -> float:
 
 
 def report(rows: list[dict]) -> None:
-    print(f"\n{'night':>5}{'spans':>9}{'MB':>7}{'bare s':>8}{'spanrl s':>10}{'ratio':>7}{'RSS MB':>8}"
-          f"{'transitions/ MB':>16}  stage 2 (rows: its compute and segment write)")
+    print(f"\n{'night':>5}{'spans':>9}{'MB':>7}{'bare s':>8}{'spanrl s':>10}{'ratio':>7}{'CPU ratio':>10}{'RSS MB':>8}"
+          f"{'RSS x bare':>11}{'transitions/ MB':>16}  stage 2 (rows: its compute and segment write)")
     for r in rows:
+        cpu = f"{r['cpu_ratio']:>10.2f}" if "cpu_ratio" in r else f"{'':>10}"  # older results: wall only
         print(f"{r['night']:>5}{r['spans']:>9,}{r['mb']:>7.0f}{r['baseline_s']:>8.2f}{r['spanrl_s']:>10.2f}"
-              f"{r['ratio']:>7.2f}{r['spanrl_rss_mb']:>8.0f}{r.get('snapshots_mb', 0):>16.0f}"
+              f"{r['ratio']:>7.2f}{cpu}{r['spanrl_rss_mb']:>8.0f}{r['spanrl_rss_mb'] / r['baseline_rss_mb']:>11.2f}"
+              f"{r.get('snapshots_mb', 0):>16.0f}"
               f"  {r.get('stage2')} ({r.get('traces_recomputed')} traces"
               + (f", rows {r['stage2_rows_s']:.2f} s)" if r.get("stage2_rows_s") is not None else ")"))
     if len(rows) < 2:

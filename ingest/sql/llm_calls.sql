@@ -18,14 +18,22 @@
 WITH RECURSIVE conv AS MATERIALIZED (  -- every registered convention's rows (views.register_conventions)
     SELECT * FROM _llm_call_conventions
 ),
+member_spans AS (  -- the member spans' own columns, their attributes read here: the wide attribute text
+                   -- (prompts and all) never enters a join (at 600k spans it made the join spill)
+    SELECT s.trace_id, s.span_id, s.parent_span_id, s.start_ns, s.end_ns, s.service_name, s.kind, s.status_code,
+           coalesce(s.scope_name, '') AS scope_name, hash(s.resource) AS res,
+           attr_values(s.attributes, call_attribute_keys()) AS x,  -- one parse; read by name (call_attr)
+           CASE WHEN contains(s.attributes, 'token_ids') OR contains(s.attributes, 'spanrl.response_logprobs')
+                THEN s.attributes END AS token_attrs
+    FROM spans AS s SEMI JOIN conv AS c ON c.trace_id = s.trace_id AND c.span_id = s.span_id
+),
 members AS (
     SELECT c.trace_id, c.span_id, c.convention, c.priority, c.input_messages, c.output_message, c.tools,
            c.provider, c.model, c.finish_reason, c.input_tokens, c.output_tokens, c.temperature, c.response_id,
            c.prompt_token_ids AS conv_prompt_ids, c.response_token_ids AS conv_response_ids,
-           s.parent_span_id, s.start_ns, s.end_ns, s.service_name, s.kind, s.status_code, s.attributes AS a,
-           coalesce(s.scope_name, '') AS scope_name, hash(s.resource) AS res,
-           attr_values(s.attributes, call_attribute_keys()) AS x  -- one parse; read by name (call_attr)
-    FROM conv AS c JOIN spans AS s ON s.trace_id = c.trace_id AND s.span_id = c.span_id
+           s.parent_span_id, s.start_ns, s.end_ns, s.service_name, s.kind, s.status_code, s.scope_name, s.res, s.x,
+           s.token_attrs
+    FROM conv AS c JOIN member_spans AS s ON s.trace_id = c.trace_id AND s.span_id = c.span_id
 ),
 member_values AS (
     SELECT *,
@@ -38,8 +46,7 @@ member_values AS (
            coalesce(try_cast(call_attr(x, 'gen_ai.usage.output_tokens') AS BIGINT),
                     try_cast(call_attr(x, 'gen_ai.usage.completion_tokens') AS BIGINT), output_tokens) AS m_output_tokens,
            coalesce(try_cast(call_attr(x, 'gen_ai.request.temperature') AS DOUBLE), temperature) AS m_temperature,
-           coalesce(response_id, call_attr(x, 'gen_ai.response.id')) AS member_rid,
-           CASE WHEN contains(a, 'token_ids') OR contains(a, 'spanrl.response_logprobs') THEN a END AS token_attrs
+           coalesce(response_id, call_attr(x, 'gen_ai.response.id')) AS member_rid
     FROM members
 ),
 span_keys AS (  -- per span: its response id (any member's) and the key it groups under
@@ -47,7 +54,7 @@ span_keys AS (  -- per span: its response id (any member's) and the key it group
     FROM (SELECT trace_id, span_id, max(member_rid) AS rid FROM member_values GROUP BY trace_id, span_id)
 ),
 grouped AS MATERIALIZED (
-    SELECT m.* EXCLUDE (a, x, member_rid), k.rid,
+    SELECT m.* EXCLUDE (x, member_rid), k.rid,
            CASE WHEN p.span_id IS NOT NULL AND (p.rid IS NULL OR k.rid IS NULL OR p.rid = k.rid) THEN p.own_key
                 ELSE k.own_key END AS call_key,
            {'no_messages': m.input_messages IS NULL, 'server': m.kind = 'SERVER', 'priority': m.priority,

@@ -11,8 +11,12 @@
 -- span (TOOL, no tool.name, named "handoff to <agent>"; tool name, id and arguments are then the
 -- model's one tool call of the asking call that no other tool span ran, e.g. transfer_to_<agent>),
 -- or a tool whose result is a LangGraph Command with a goto (Command(goto=..., graph=PARENT)).
-WITH calls AS MATERIALIZED (
-    SELECT trace_id, span_id, start_ns, end_ns, input_messages, output_message FROM llm_calls
+WITH calls AS MATERIALIZED (  -- one read of llm_calls; a message kept only where a tool call or tool result
+                              -- may sit (a copy of every prompt made this spill at 600k spans)
+    SELECT trace_id, span_id, start_ns, end_ns,
+           CASE WHEN contains(CAST(output_message AS VARCHAR), '"tool_calls"') THEN output_message END AS tool_output,
+           CASE WHEN contains(CAST(input_messages AS VARCHAR), '"tool"') THEN input_messages END AS tool_input
+    FROM llm_calls
 ),
 marked AS MATERIALIZED (  -- tool spans, and LLM spans that may hold an unparsed tool call: one cast of the attributes each
     SELECT * FROM (
@@ -61,8 +65,8 @@ asked AS (  -- every tool call an LLM output asked for (unnest in the select lis
            json_extract_string(t, '$.function.name') AS tool_name,
            json_extract_string(t, '$.function.arguments') AS arguments
     FROM (SELECT trace_id, span_id AS llm_span_id, end_ns AS llm_end_ns,
-                 unnest(json_extract(output_message, '$.tool_calls[*]')) AS t
-          FROM calls WHERE contains(CAST(output_message AS VARCHAR), '"tool_calls"'))
+                 unnest(json_extract(tool_output, '$.tool_calls[*]')) AS t
+          FROM calls WHERE tool_output IS NOT NULL)
 ),
 span_rows AS (
     SELECT f.*,
@@ -102,8 +106,8 @@ pending AS (  -- asked for, and no tool span ran it
 ),
 answers AS (  -- tool-role messages in later calls' inputs, in the traces of pending calls only
     SELECT trace_id, start_ns, json_extract_string(m, '$.tool_call_id') AS tool_call_id, json_extract_string(m, '$.content') AS result
-    FROM (SELECT trace_id, start_ns, unnest(json_extract(input_messages, '$[*]')) AS m
-          FROM calls WHERE trace_id IN (SELECT trace_id FROM pending) AND contains(CAST(input_messages AS VARCHAR), '"tool"'))
+    FROM (SELECT trace_id, start_ns, unnest(json_extract(tool_input, '$[*]')) AS m
+          FROM calls WHERE trace_id IN (SELECT trace_id FROM pending) AND tool_input IS NOT NULL)
     WHERE json_extract_string(m, '$.role') = 'tool'
 ),
 output_rows AS (
