@@ -105,6 +105,20 @@ def test_ten_megabyte_attribute_is_kept_whole(tmp_path) -> None:
     assert con.execute("SELECT length(attributes->>'prompt') FROM spans WHERE name = 'big'").fetchone()[0] == len(big)
 
 
+def test_a_line_over_the_fast_readers_limit_loads_whole(tmp_path) -> None:
+    """read_ndjson (trace_batches_ndjson.sql: maximum_object_size 16 MiB) reads lines up to about twice
+    that; a 40 MiB batch line is past it, so the file goes the line-numbered way, and every span of it
+    still loads, the long value whole."""
+    big = "y" * (40 * 1024 * 1024)
+    write_lines(tmp_path / "otel" / CLOSED, [one_span_line("small-1"), one_span_line("big", prompt=big),
+                                            one_span_line("small-2")])
+    s = ingest(tmp_path)
+    assert (s.spans, s.rejects) == (3, 0)
+    con = connect(tmp_path)
+    assert con.execute("SELECT length(attributes->>'prompt') FROM spans WHERE name = 'big'").fetchone()[0] == len(big)
+    assert sorted(r[0] for r in con.execute("SELECT name FROM spans").fetchall()) == ["big", "small-1", "small-2"]
+
+
 def test_rerun_adds_nothing_and_duplicates_are_kept_once(tmp_path) -> None:
     line = one_span_line("dup")
     write_lines(tmp_path / "otel" / CLOSED, [line, line, one_span_line("other")])  # exporter retry
