@@ -90,7 +90,7 @@ def floor_run(out: Path, files: list[str], convert: bool) -> None:
     register_any_json(con)
     con.execute(read_sql("otlp_types"))
     for i, f in enumerate(files):
-        con.execute(render_sql("trace_batches_ndjson", src=f, source_file=f))
+        con.execute(render_sql("trace_batches_ndjson", src=f, source_file=f, max_object_size=16 << 20))
         con.execute(f"COPY (SELECT * EXCLUDE (line_no) FROM ({read_sql('spans_load')})) TO '{out}/spans-{i}' "
                     f"({PARQUET_OPTIONS}, PARTITION_BY (\"date\"), OVERWRITE_OR_IGNORE)",
                     {"ingested_at": "2026-01-01T00:00:00Z"})

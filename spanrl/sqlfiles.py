@@ -41,8 +41,11 @@ def header_problem(name: str, text: str) -> str | None:
     return None
 
 
-def sql_literal(value: str | Path | list[str] | list[Path]) -> str:
-    """Quote a path, glob or list of them as a DuckDB literal: the only way strings enter SQL text."""
+def sql_literal(value: str | Path | int | list[str] | list[Path]) -> str:
+    """Quote a path, glob or list of them as a DuckDB literal: the only way strings enter SQL text
+    (an integer is written as its digits)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(int(value))
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(sql_literal(v) for v in value) + "]"
     text = str(value)
@@ -84,7 +87,7 @@ class SqlFiles:
     def exists(self, name: str) -> bool:
         return self._file(name).is_file()
 
-    def render(self, name: str, **literals: str | Path | list) -> str:
+    def render(self, name: str, **literals: str | Path | int | list) -> str:
         """``read`` with each ``${key}`` replaced by ``sql_literal(value)``; nothing else is pasted."""
         # comment lines (the header declares the placeholders) are dropped first: a value pasted into a
         # comment would be live SQL after any newline it carried

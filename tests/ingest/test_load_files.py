@@ -105,10 +105,16 @@ def test_ten_megabyte_attribute_is_kept_whole(tmp_path) -> None:
     assert con.execute("SELECT length(attributes->>'prompt') FROM spans WHERE name = 'big'").fetchone()[0] == len(big)
 
 
-def test_a_line_over_the_fast_readers_limit_loads_whole(tmp_path) -> None:
-    """read_ndjson (trace_batches_ndjson.sql: maximum_object_size 16 MiB) reads lines up to about twice
-    that; a 40 MiB batch line is past it, so the file goes the line-numbered way, and every span of it
-    still loads, the long value whole."""
+def test_a_line_past_the_first_read_size_loads_whole_without_the_slow_path(tmp_path, monkeypatch) -> None:
+    """read_ndjson at maximum_object_size 16 MiB reads lines up to about 32 MiB; a 40 MiB batch line is
+    past that, so the fast path reads the file again with the larger size (ingest/load.py), and every
+    span loads, the long value whole, without the line-numbered path."""
+    import spanrl.ingest.load as load
+
+    def no_slow_path(*args, **kw):
+        raise AssertionError("the 40 MiB line took the line-numbered path")
+
+    monkeypatch.setattr(load, "load_slow", no_slow_path)
     big = "y" * (40 * 1024 * 1024)
     write_lines(tmp_path / "otel" / CLOSED, [one_span_line("small-1"), one_span_line("big", prompt=big),
                                             one_span_line("small-2")])

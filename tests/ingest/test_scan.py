@@ -23,8 +23,8 @@ def test_sql_literal_lists_and_nul() -> None:
 
 
 def test_render_sql_fills_only_literals() -> None:
-    text = render_sql("trace_batches_ndjson", src="/x/it's.jsonl", source_file="/x/it's.jsonl")
-    assert "'/x/it''s.jsonl'" in text and "${" not in text
+    text = render_sql("trace_batches_ndjson", src="/x/it's.jsonl", source_file="/x/it's.jsonl", max_object_size=1 << 24)
+    assert "'/x/it''s.jsonl'" in text and "maximum_object_size = 16777216" in text and "${" not in text
 
 
 @pytest.mark.parametrize("name,active", [
