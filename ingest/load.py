@@ -44,7 +44,8 @@ from spanrl.ingest.scan import (
 from spanrl.ingest.views import read_sql, render_sql, sql_literal
 
 SLOW_CHUNK_BYTES = 64 << 20
-FAST_OBJECT_SIZES = (16 << 20, 64 << 20)  # read_ndjson's maximum_object_size: the default, then for long lines
+# read_ndjson's maximum_object_size (per-thread buffers; lines up to ~2x): 16 MiB, 64 MiB for a longer line
+FAST_OBJECT_SIZES = (16 << 20, 64 << 20)  # 16 MiB: a 60k-span night peaks 200 MB lower than at 32 MiB
 
 
 @dataclass
@@ -88,21 +89,13 @@ def _copy(con: duckdb.DuckDBPyConnection, select_sql: str, out: Path, params: di
 
 
 def _count(con: duckdb.DuckDBPyConnection, folder: Path) -> int:
-    if not any(folder.glob("*/*.parquet")):
-        return 0
-    return con.execute(f"SELECT count(*) FROM read_parquet({sql_literal(str(folder / '*' / '*.parquet'))})").fetchone()[0]
-
-
-def _has_bad_rows(folder: Path) -> bool:
-    return (folder / "date=__HIVE_DEFAULT_PARTITION__").exists()
+    glob = sql_literal(str(folder / "*" / "*.parquet"))
+    return con.execute(f"SELECT count(*) FROM read_parquet({glob})").fetchone()[0] if any(folder.glob("*/*.parquet")) else 0
 
 
 def load_fast(con: duckdb.DuckDBPyConnection, item: SpanFile, src: Path, out: Path, params: dict) -> bool:
-    """read_ndjson -> staged Parquet in one COPY. False when the file needs the line-numbered path.
-
-    read_ndjson holds buffers sized by its maximum_object_size on every thread, and reads a line up to
-    about twice that: DuckDB's 16 MiB default first (a 60k-span night peaks 200 MB lower than at 32 MiB,
-    bench/night_floor.py), the larger size only for a file with a longer line."""
+    """read_ndjson -> staged Parquet in one COPY (FAST_OBJECT_SIZES: small buffers unless a line needs
+    more). False when the file needs the line-numbered path (a bad line: its rows have no date)."""
     table = "logs" if item.signal == "logs" else "spans"
     view = "log_batches_ndjson" if table == "logs" else "trace_batches_ndjson"
     for size in FAST_OBJECT_SIZES:
@@ -114,7 +107,7 @@ def load_fast(con: duckdb.DuckDBPyConnection, item: SpanFile, src: Path, out: Pa
             shutil.rmtree(out / table, ignore_errors=True)
             if "maximum_object_size" not in str(exc) or size == FAST_OBJECT_SIZES[-1]:
                 return False
-    if _has_bad_rows(out / table):
+    if (out / table / "date=__HIVE_DEFAULT_PARTITION__").exists():
         shutil.rmtree(out / table, ignore_errors=True)
         return False
     return True
