@@ -19,7 +19,7 @@ WITH RECURSIVE conv AS MATERIALIZED (  -- every registered convention's rows (vi
     SELECT * FROM _llm_call_conventions
 ),
 member_spans AS (  -- the member spans' own columns, their attributes read here: the wide attribute text
-                   -- (prompts and all) never enters a join (at 600k spans it made the join spill)
+                   -- (prompts and all) never enters a join (at 600k spans: llm_calls 11.2 -> 9.6 CPU s)
     SELECT s.trace_id, s.span_id, s.parent_span_id, s.start_ns, s.end_ns, s.service_name, s.kind, s.status_code,
            coalesce(s.scope_name, '') AS scope_name, hash(s.resource) AS res,
            attr_values(s.attributes, call_attribute_keys()) AS x,  -- one parse; read by name (call_attr)

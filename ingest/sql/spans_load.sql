@@ -5,7 +5,7 @@
 -- A bad line (resourceSpans NULL) or a span without ids yields a row with date NULL: the loader
 -- takes that as "this file needs the line-numbered path" and records rejects from it.
 -- The resource is converted once per resourceSpans entry, before its spans are unnested (a batch
--- holds hundreds of spans of one resource; bench/night_profile.py measured the per-span form).
+-- holds hundreds of spans of one resource: 4-10 % of stage 1's CPU time against converting it per span).
 SELECT
     otlp_id(b.sp.traceId, 16) AS trace_id,
     otlp_id(b.sp.spanId, 8) AS span_id,
