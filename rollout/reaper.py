@@ -18,6 +18,8 @@ import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+from spanrl.processes import pid_alive
+
 PROC = Path("/proc")
 TAGS = ("SPANRL_ROLLOUT_ID", "SPANRL_RUN_ID", "SPANRL_RUNNER_PID")
 
@@ -62,25 +64,11 @@ def reap_orphans(run_id: str) -> list[str]:
     stopped = []
     for pid, env in list(tagged(SPANRL_RUN_ID=run_id)):
         runner = env.get("SPANRL_RUNNER_PID", "")
-        if runner.isdigit() and _alive(int(runner)) and int(runner) != os.getpid():
+        if runner.isdigit() and pid_alive(int(runner)) and int(runner) != os.getpid():
             continue
         if _kill(pid):
             stopped.append(env.get("SPANRL_ROLLOUT_ID", "?"))
     return sorted(set(stopped))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    stat = PROC / str(pid) / "stat"
-    try:  # a zombie (exited, not yet reaped) is not a live runner
-        return stat.read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def _kill(pid: int) -> int:

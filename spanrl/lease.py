@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spanrl.errors import InputError
+from spanrl.processes import pid_alive
 from spanrl.storage import Conflict, ObjectStore
 
 LEASE = "LEASE"
@@ -78,16 +79,6 @@ class Lease:
                 self.store.delete(LEASE)
 
 
-def _pid_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
-
-
 def acquire_lease(store: ObjectStore, command: str) -> Lease:
     """Create ``LEASE`` (or take over an expired one, or one whose holder on this machine is gone);
     an InputError naming the holder when a live writer has it."""
@@ -104,7 +95,7 @@ def acquire_lease(store: ObjectStore, command: str) -> Lease:
             if held is None:
                 continue  # released between our two calls: try again
             other = json.loads(held.body)
-            dead_here = other.get("host") == body["host"] and _pid_gone(int(other.get("pid", -1)))
+            dead_here = other.get("host") == body["host"] and not pid_alive(int(other.get("pid", -1)))
             if other.get("expires_at", 0) < now or dead_here:
                 try:
                     lease = Lease(store, body, store.put(LEASE, data, if_match=held.etag))

@@ -11,7 +11,27 @@ import os
 import signal
 import subprocess
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
+
+PROC = Path("/proc")
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` is a running process on this machine: a zombie (exited, not yet reaped) is
+    not; a pid we may not signal is; so is a pid <= 0, which names no single process."""
+    if pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return (PROC / str(pid) / "stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
 
 
 def stop_group(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
