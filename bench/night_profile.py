@@ -8,13 +8,16 @@ seconds), the time between statements (Python: planning files, writing state, pr
 imports, against DuckDB's bare ``read_ndjson -> parquet`` of the same files. Wall and CPU seconds
 (the process's, all DuckDB threads) per statement, sorted, then summed per purpose (stage 1, LLM-call
 extraction, span tree + rollouts, ...) in units of the bare conversion, which is what a ratio target
-is made of. This is the breakdown the README's "Nightly ingest" section quotes. Not collected by pytest.
+is made of, with the minor page faults of the run and of its heaviest statements, and two passes over
+the lake's span attributes (reading one key; reading every key stage 2 uses). This is the breakdown
+the README's "Nightly ingest" section quotes. Not collected by pytest.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import resource
 import shutil
 import subprocess
 import sys
@@ -30,6 +33,43 @@ _spec = importlib.util.spec_from_file_location("bench_nightly", HERE / "nightly.
 nightly = importlib.util.module_from_spec(_spec)
 assert _spec.loader is not None
 _spec.loader.exec_module(nightly)
+
+
+def _minor_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+# The attribute keys stage 2's SQL reads by name (transitions/sql, ingest/sql/tool_calls.sql, llm_calls.sql,
+# llm_macros.sql, 2026-11-27): what one narrow per-span pass would have to extract.
+STAGE2_ATTRIBUTE_KEYS = """
+    agentlightning.rollout_id agentops.entity.output agentops.task.output ai.toolCall.args ai.toolCall.id
+    ai.toolCall.name ai.toolCall.result error.type gen_ai.agent.name gen_ai.evaluation.name
+    gen_ai.evaluation.score.label gen_ai.evaluation.score.value gen_ai.operation.name gen_ai.response.id
+    gen_ai.tool.call.arguments gen_ai.tool.call.id gen_ai.tool.call.result gen_ai.tool.name openinference.span.kind
+    spanrl.response_logprobs spanrl.reward spanrl.reward.name spanrl.rollout.ended spanrl.rollout.purpose
+    spanrl.rollout_id spanrl.task_id tool.id tool.name tool.parameters tool_call.id traceloop.entity.input
+    traceloop.entity.name traceloop.entity.output traceloop.span.kind agent.name
+    traceloop.association.properties.langgraph_node langsmith.metadata.langgraph_node gen_ai.provider.name
+    gen_ai.system gen_ai.request.model gen_ai.response.model gen_ai.usage.input_tokens gen_ai.usage.output_tokens
+    gen_ai.request.temperature gen_ai.response.finish_reasons""".split()
+
+
+def attribute_passes(lake_spans: str) -> None:
+    """CPU seconds of one pass over every lake span's attributes: reading one key (what a second parse
+    of the attribute JSON costs) and reading all of STAGE2_ATTRIBUTE_KEYS (the narrow per-span pass a
+    redesigned stage 2 would start from), each as the best of 3."""
+    con = duckdb.connect()
+    n = con.execute(f"SELECT count(*) FROM read_parquet('{lake_spans}')").fetchone()[0]
+    paths = "[" + ", ".join(f"'$.\"{k}\"'" for k in STAGE2_ATTRIBUTE_KEYS) + "]"
+    for label, expr in (("one key", "attributes->>'spanrl.rollout_id'"),
+                        (f"all {len(STAGE2_ATTRIBUTE_KEYS)} keys stage 2 reads", f"json_extract_string(attributes, {paths})")):
+        best = None
+        for _ in range(3):
+            c0 = time.process_time()
+            con.execute(f"SELECT count(x) FROM (SELECT {expr} AS x FROM read_parquet('{lake_spans}'))").fetchall()
+            best = min(best or 1e9, time.process_time() - c0)
+        print(f"  one pass reading {label} from the attributes of all {n:,} lake spans: {best:.3f} CPU s "
+              f"({best / n * 1e6:.2f} us/span)")
 
 
 class _Timed:
@@ -49,9 +89,10 @@ class _Timed:
         return self._con.__exit__(*exc)
 
     def _timed(self, method: str, query, *args, **kw):
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, f0 = time.perf_counter(), time.process_time(), _minor_faults()
         result = getattr(self._con, method)(query, *args, **kw)
-        self._log.append((t0, time.perf_counter(), " ".join(str(query).split()), time.process_time() - c0))
+        self._log.append((t0, time.perf_counter(), " ".join(str(query).split()), time.process_time() - c0,
+                          _minor_faults() - f0))
         return self if result is self._con else result
 
     def execute(self, query, *args, **kw):
@@ -101,9 +142,9 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "spanrl", "ingest", "--data", str(data), "--settle", "0s"],
                    check=True, capture_output=True)
     files = nightly.write_night(data / "otel", 1, args.rollouts)
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0, c0, f0 = time.perf_counter(), time.process_time(), _minor_faults()
     duckdb.sql(f"COPY (FROM read_ndjson({[str(f) for f in files]})) TO '{root / 'bare.parquet'}'")
-    bare, bare_cpu = time.perf_counter() - t0, time.process_time() - c0
+    bare, bare_cpu, bare_faults = time.perf_counter() - t0, time.process_time() - c0, _minor_faults() - f0
 
     log: list = []
     connect = duckdb.connect
@@ -111,18 +152,21 @@ def main() -> None:
     t_import, c_import = time.perf_counter(), time.process_time()
     from spanrl.cli import cli
 
-    t_run = time.perf_counter()
+    t_run, f_run, s_run = time.perf_counter(), _minor_faults(), resource.getrusage(resource.RUSAGE_SELF).ru_stime
     try:
         cli(["ingest", "--data", str(data), "--settle", "0s"], standalone_mode=False)
     finally:
         duckdb.connect = connect
     t_end, c_end = time.perf_counter(), time.process_time()
 
+    faults_run, sys_run = _minor_faults() - f_run, resource.getrusage(resource.RUSAGE_SELF).ru_stime - s_run
+    print("\nattribute passes (the lake after both nights):")
+    attribute_passes(str(data / "lake" / "spans" / "*" / "*.parquet"))
     shutil.rmtree(root, ignore_errors=True)
-    in_sql = sum(b - a for a, b, _, _ in log)
-    cpu_sql = sum(c for *_, c in log)
+    in_sql = sum(e[1] - e[0] for e in log)
+    cpu_sql = sum(e[3] for e in log)
     by_statement: dict[str, list[float]] = {}
-    for a, b, q, c in log:
+    for a, b, q, c, _ in log:
         key = q[:100]
         wall_cpu = by_statement.setdefault(key, [0.0, 0.0, 0.0])
         wall_cpu[0] += b - a
@@ -134,6 +178,9 @@ def main() -> None:
           f"(ratio {bare / total:.2f} wall, {bare_cpu / total_cpu:.2f} CPU)")
     print(f"  importing spanrl.cli {t_run - t_import:.2f} s; {len(log)} statements {in_sql:.2f} s wall / "
           f"{cpu_sql:.2f} s CPU; Python between them (lazy imports included) {t_end - t_run - in_sql:.2f} s")
+    print(f"  minor page faults: {faults_run:,} in the run (bare COPY {bare_faults:,}; the run's system time "
+          f"{sys_run:.2f} s), {sum(e[4] for e in log):,} inside statements; most: "
+          + "; ".join(f"{e[4]:,} {e[2][:40]}" for e in sorted(log, key=lambda e: -e[4])[:3]))
     short = [v for v in by_statement.values() if v[0] < 0.05]
     print(f"  {sum(v[2] for v in short):.0f} statements under 50 ms: {sum(v[0] for v in short):.2f} s "
           f"({100 * sum(v[0] for v in short) / max(in_sql, 1e-9):.0f}% of SQL wall time)")
@@ -141,7 +188,7 @@ def main() -> None:
     for q, (wall, cpu, _) in sorted(by_statement.items(), key=lambda kv: -kv[1][0])[:args.top]:
         print(f"  {wall:7.3f} {cpu:7.3f}  {q}")
     groups: dict[str, list[float]] = {}
-    for a, b, q, c in log:
+    for a, b, q, c, _ in log:
         g = groups.setdefault(purpose(q), [0.0, 0.0, 0])
         g[0] += b - a
         g[1] += c
