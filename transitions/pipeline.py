@@ -53,7 +53,8 @@ STAGE2_STEPS: list[Step] = [
     Step("_rollout_calls", ("llm_calls", "_span_tree", "_agent_repairs"), "rollouts/_rollout_calls", "view"),
     Step("_rollout_tasks", ("spans", "_span_tree", "_rollout_calls"), "rollouts/_rollout_tasks"),
     # read by rewards and rollouts: as a view its scan of every span's text ran twice (a table: stage 2
-    # -9% CPU at 60k spans, -5% at 600k; _rollout_calls as a table copies every prompt and gained nothing at 600k)
+    # -4% CPU at 60k spans, -3% at 600k, bench/stage2_repeat.py; _rollout_calls as a table copies every
+    # prompt and lost 2% at 600k)
     Step("_explicit_rewards", ("spans", "logs", "_span_tree", "_trace_rollouts", "_rollout_calls"),
          "rewards/_explicit_rewards"),
     Step("_feedback_rewards", ("_feedback", *PRIOR_INPUTS, "_span_tree", "_trace_rollouts", "_rollout_calls"),

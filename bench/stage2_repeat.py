@@ -1,0 +1,82 @@
+"""Stage 2's statements, each as the median of several rebuilds of one lake: small changes, measured.
+
+    .venv/bin/python bench/stage2_repeat.py --rollouts 10000 --repeat 5    # a 60k-span lake
+    .venv/bin/python bench/stage2_repeat.py --rollouts 100000 --repeat 3   # 600k spans
+
+bench/night_profile.py times one night once, which moves by ±5 % between runs: too coarse to tell a
+change of one statement from noise. This ingests one night of bench/nightly.py's traffic once (kept in
+--dir, so a second run reuses it), then runs ``spanrl transitions build --rebuild`` on that lake
+--repeat times in this process and prints, per statement (its first words), the median CPU seconds
+over the rebuilds, and the median wall and CPU seconds of a whole rebuild. Run it before and after a
+change (``git stash``) on a quiet machine: the medians of two runs agree within ≈ 3 %. Not collected by
+pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import duckdb
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+_spec = importlib.util.spec_from_file_location("bench_night_profile", HERE / "night_profile.py")
+night_profile = importlib.util.module_from_spec(_spec)
+assert _spec.loader is not None
+_spec.loader.exec_module(night_profile)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rollouts", type=int, default=10_000, help="rollouts in the lake (6 spans each)")
+    p.add_argument("--repeat", type=int, default=5, help="rebuilds measured")
+    p.add_argument("--top", type=int, default=25, help="statements listed")
+    p.add_argument("--dir", type=Path, default=None,
+                   help="work folder, reused when it holds the lake already (default: bench-stage2-ROLLOUTS "
+                        "under the system temp folder)")
+    args = p.parse_args()
+    root = args.dir or Path(tempfile.gettempdir()) / f"bench-stage2-{args.rollouts}"
+    data = root / "data"
+    if not (data / "lake" / "spans").is_dir():
+        night_profile.nightly.write_night(data / "otel", 0, args.rollouts)
+        subprocess.run([sys.executable, "-m", "spanrl", "ingest", "--data", str(data), "--settle", "0s"],
+                       check=True, capture_output=True)
+    from spanrl.cli import cli
+
+    connect = duckdb.connect
+    per_statement: dict[str, list[float]] = {}
+    runs: list[tuple[float, float]] = []
+    for _ in range(args.repeat):
+        log: list = []
+        duckdb.connect = lambda *a, _log=log, **kw: night_profile._Timed(connect(*a, **kw), _log)
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            cli(["transitions", "build", "--data", str(data), "--settle", "0s", "--rebuild"], standalone_mode=False)
+        finally:
+            duckdb.connect = connect
+        runs.append((time.perf_counter() - t0, time.process_time() - c0))
+        this_run: dict[str, float] = {}
+        for _, _, query, cpu, _ in log:
+            key = query[:90]
+            if key.startswith("COPY (SELECT * REPLACE ('"):  # the snapshot id differs per run
+                key = "COPY (SELECT * REPLACE (snapshot_id) ..."
+            this_run[key] = this_run.get(key, 0.0) + cpu
+        for key, cpu in this_run.items():
+            per_statement.setdefault(key, []).append(cpu)
+    print(f"\n{args.rollouts * night_profile.nightly.SPANS_PER_ROLLOUT:,} spans, {args.repeat} rebuilds: "
+          f"median {statistics.median(r[0] for r in runs):.3f} s wall / {statistics.median(r[1] for r in runs):.3f} "
+          f"s CPU (each: {', '.join(f'{r[1]:.2f}' for r in runs)} CPU s)")
+    print(f"\n  {'CPU s':>7}  statement (median over the rebuilds)")
+    for med, key in sorted(((statistics.median(v), k) for k, v in per_statement.items()), reverse=True)[:args.top]:
+        print(f"  {med:7.3f}  {key}")
+
+
+if __name__ == "__main__":
+    main()
