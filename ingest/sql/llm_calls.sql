@@ -18,7 +18,7 @@
 WITH RECURSIVE conv AS MATERIALIZED (  -- every registered convention's rows (views.register_conventions);
                                      -- conv_row names a row, so its wide columns (the messages, the tools)
                                      -- stay here while the merging below runs on lean rows, and are read
-                                     -- once per row that keeps them (at 600k spans: llm_calls 9.5 -> 7.7 CPU s)
+                                     -- once per row that keeps them (at 600k spans: llm_calls 9.5 -> 8.3 CPU s)
     SELECT *, gen_random_uuid() AS conv_row FROM _llm_call_conventions
 ),
 member_spans AS (  -- the member spans' own columns, their attributes read here: the wide attribute text
