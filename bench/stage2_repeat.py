@@ -7,7 +7,9 @@ bench/night_profile.py times one night once, which moves by ±5 % between runs: 
 change of one statement from noise. This ingests one night of bench/nightly.py's traffic once (kept in
 --dir, so a second run reuses it), then runs ``spanrl transitions build --rebuild`` on that lake
 --repeat times in this process and prints, per statement (its first words), the median CPU seconds
-over the rebuilds, and the median wall and CPU seconds of a whole rebuild. Run it before and after a
+over the rebuilds, and the median wall and CPU seconds of a whole rebuild. With --incremental the lake
+holds two nights, the second ingested without stage 2, and each repeat restores the first night's
+build and runs the incremental build of the second (what every night after the first runs). Run it before and after a
 change (``git stash``) on a quiet machine: the medians of two runs agree within ≈ 3 %. Not collected by
 pytest.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import shutil
 import statistics
 import subprocess
 import sys
@@ -38,16 +41,23 @@ def main() -> None:
     p.add_argument("--rollouts", type=int, default=10_000, help="rollouts in the lake (6 spans each)")
     p.add_argument("--repeat", type=int, default=5, help="rebuilds measured")
     p.add_argument("--top", type=int, default=25, help="statements listed")
+    p.add_argument("--incremental", action="store_true", help="time the second night's incremental build")
     p.add_argument("--dir", type=Path, default=None,
                    help="work folder, reused when it holds the lake already (default: bench-stage2-ROLLOUTS "
                         "under the system temp folder)")
     args = p.parse_args()
-    root = args.dir or Path(tempfile.gettempdir()) / f"bench-stage2-{args.rollouts}"
-    data = root / "data"
+    kind = "incremental" if args.incremental else "rebuild"
+    root = args.dir or Path(tempfile.gettempdir()) / f"bench-stage2-{kind}-{args.rollouts}"
+    data, first_build = root / "data", root / "first-night-transitions"
+    ingest = [sys.executable, "-m", "spanrl", "ingest", "--data", str(data), "--settle", "0s"]
     if not (data / "lake" / "spans").is_dir():
         night_profile.nightly.write_night(data / "otel", 0, args.rollouts)
-        subprocess.run([sys.executable, "-m", "spanrl", "ingest", "--data", str(data), "--settle", "0s"],
-                       check=True, capture_output=True)
+        subprocess.run(ingest, check=True, capture_output=True)
+        if args.incremental:
+            shutil.copytree(data / "transitions", first_build, symlinks=True)
+            night_profile.nightly.write_night(data / "otel", 1, args.rollouts)
+            subprocess.run([*ingest, "--no-transitions"], check=True, capture_output=True)
+    build = ["transitions", "build", "--data", str(data), "--settle", "0s", *([] if args.incremental else ["--rebuild"])]
     from spanrl.cli import cli
 
     connect = duckdb.connect
@@ -55,10 +65,13 @@ def main() -> None:
     runs: list[tuple[float, float]] = []
     for _ in range(args.repeat):
         log: list = []
+        if args.incremental:  # back to the first night's build: the second night is new again
+            shutil.rmtree(data / "transitions")
+            shutil.copytree(first_build, data / "transitions", symlinks=True)
         duckdb.connect = lambda *a, _log=log, **kw: night_profile._Timed(connect(*a, **kw), _log)
         t0, c0 = time.perf_counter(), time.process_time()
         try:
-            cli(["transitions", "build", "--data", str(data), "--settle", "0s", "--rebuild"], standalone_mode=False)
+            cli(build, standalone_mode=False)
         finally:
             duckdb.connect = connect
         runs.append((time.perf_counter() - t0, time.process_time() - c0))
@@ -70,7 +83,7 @@ def main() -> None:
             this_run[key] = this_run.get(key, 0.0) + cpu
         for key, cpu in this_run.items():
             per_statement.setdefault(key, []).append(cpu)
-    print(f"\n{args.rollouts * night_profile.nightly.SPANS_PER_ROLLOUT:,} spans, {args.repeat} rebuilds: "
+    print(f"\n{args.rollouts * night_profile.nightly.SPANS_PER_ROLLOUT:,} spans, {args.repeat} {kind} builds: "
           f"median {statistics.median(r[0] for r in runs):.3f} s wall / {statistics.median(r[1] for r in runs):.3f} "
           f"s CPU (each: {', '.join(f'{r[1]:.2f}' for r in runs)} CPU s)")
     print(f"\n  {'CPU s':>7}  statement (median over the rebuilds)")

@@ -215,7 +215,7 @@ def _compute(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan
         if not plan.full:
             fill_priors(con)
             plan.read_files = files_of_touched(con, plan.new_files, existing)
-            restrict_lake(con, data, plan.read_files)
+            restrict_lake(con, data, plan.read_files, plan.new_files)
             for name in ("llm_calls", "tool_calls"):  # made again from the restricted spans
                 con.execute(f"DROP TABLE IF EXISTS temp.{name}")
         plan.conventions = register_stage2(con, cfg, materialize=True, rules=rules,

@@ -22,6 +22,7 @@ exactly as a build over the whole lake would make them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,13 +129,17 @@ def files_of_touched(con: duckdb.DuckDBPyConnection, new_files: list[str], exist
     return sorted((set(new_files) | {r["file"] for r in old}) & existing)
 
 
-def restrict_lake(con: duckdb.DuckDBPyConnection, data: Path, files: list[str]) -> None:
+def restrict_lake(con: duckdb.DuckDBPyConnection, data: Path, files: list[str],
+                  new_files: Iterable[str] = ()) -> None:
     """``spans`` and ``logs`` as temp views over ``files``, the touched traces only (a log record with
-    no trace id is kept: it may name a recomputed call's response id)."""
+    no trace id is kept: it may name a recomputed call's response id). A table whose files are all in
+    ``new_files`` is read whole (incremental/spans_new.sql: the filter would keep every row)."""
     root = str(Path(data).resolve())
-    for table in ("spans", "logs"):  # incremental/spans_touched.sql, logs_touched.sql
-        paths = [f"{root}/{f}" for f in files if f.startswith(f"lake/{table}/")]
-        over_files(con, f"incremental/{table}_touched", paths)
+    new = set(new_files)
+    for table in ("spans", "logs"):  # incremental/spans_touched.sql, logs_touched.sql (or *_new.sql)
+        chosen = [f for f in files if f.startswith(f"lake/{table}/")]
+        whole = bool(chosen) and set(chosen) <= new
+        over_files(con, f"incremental/{table}_{'new' if whole else 'touched'}", [f"{root}/{f}" for f in chosen])
 
 
 def fill_priors(con: duckdb.DuckDBPyConnection) -> None:

@@ -163,6 +163,13 @@ def test_nightly_incremental_equals_from_scratch(tmp_path: Path) -> None:
     assert len(x) == 1 and len(x[0][2]) == 2  # one rollout over both traces
     assert latest_manifest(inc)["stats"]["feedback_unknown_keys"] == 1
 
+    # night 4: brand-new rollouts only, so every lake file the build reads is new and `spans` reads them
+    # whole (incremental/spans_new.sql) instead of filtering them by trace: still equal to from scratch
+    agent.write(4, agent.rollout("g", 4, 1.0, "t1") + agent.rollout("h", 4, 0.0, "t4"))
+    _ingest(inc), _ingest(full, "--rebuild")
+    st = _same(inc, full)
+    assert st["mode"] == "incremental" and st["traces_recomputed"] == 2 and st["why"] == {"new lake files": 2}
+
     # a night with nothing new changes nothing: same snapshot, no table rewritten
     before = latest_manifest(inc)["snapshot_id"]
     _ingest(inc)
