@@ -64,11 +64,8 @@ def attribute_passes(lake_spans: str) -> None:
     paths = "[" + ", ".join(f"'$.\"{k}\"'" for k in STAGE2_ATTRIBUTE_KEYS) + "]"
     for label, expr in (("one key", "attributes->>'spanrl.rollout_id'"),
                         (f"all {len(STAGE2_ATTRIBUTE_KEYS)} keys stage 2 reads", f"json_extract_string(attributes, {paths})")):
-        best = None
-        for _ in range(3):
-            c0 = time.process_time()
-            con.execute(f"SELECT count(x) FROM (SELECT {expr} AS x FROM read_parquet('{lake_spans}'))").fetchall()
-            best = min(best or 1e9, time.process_time() - c0)
+        best = min(_cpu(con, f"SELECT count(x) FROM (SELECT {expr} AS x FROM read_parquet('{lake_spans}'))")
+                   for _ in range(3))
         print(f"  one pass reading {label} from the attributes of all {n:,} lake spans: {best:.3f} CPU s "
               f"({best / n * 1e6:.2f} us/span)")
     # The substring gates every statement runs scan the whole attribute text (prompts and all); a text of
@@ -88,6 +85,7 @@ def attribute_passes(lake_spans: str) -> None:
 
 
 def _cpu(con: duckdb.DuckDBPyConnection, sql: str) -> float:
+    """CPU seconds of this process (all DuckDB threads) to run ``sql`` to the end."""
     c0 = time.process_time()
     con.execute(sql).fetchall()
     return time.process_time() - c0

@@ -9,9 +9,9 @@ change of one statement from noise. This ingests one night of bench/nightly.py's
 --repeat times in this process and prints, per statement (its first words), the median CPU seconds
 over the rebuilds, and the median wall and CPU seconds of a whole rebuild. With --incremental the lake
 holds two nights, the second ingested without stage 2, and each repeat restores the first night's
-build and runs the incremental build of the second (what every night after the first runs). Run it before and after a
-change (``git stash``) on a quiet machine: the medians of two runs agree within ≈ 3 %. Not collected by
-pytest.
+build and runs the incremental build of the second (what every night after the first runs). Run it
+before and after a change (``git stash``) on a quiet machine: the medians of two runs agree within
+≈ 3 %. Not collected by pytest.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def main() -> None:
     p.add_argument("--top", type=int, default=25, help="statements listed")
     p.add_argument("--incremental", action="store_true", help="time the second night's incremental build")
     p.add_argument("--dir", type=Path, default=None,
-                   help="work folder, reused when it holds the lake already (default: bench-stage2-ROLLOUTS "
-                        "under the system temp folder)")
+                   help="work folder, reused when it holds the lake already (default: bench-stage2-{rebuild|"
+                        "incremental}-ROLLOUTS under the system temp folder)")
     args = p.parse_args()
     kind = "incremental" if args.incremental else "rebuild"
     root = args.dir or Path(tempfile.gettempdir()) / f"bench-stage2-{kind}-{args.rollouts}"
@@ -86,7 +86,7 @@ def main() -> None:
     print(f"\n{args.rollouts * night_profile.nightly.SPANS_PER_ROLLOUT:,} spans, {args.repeat} {kind} builds: "
           f"median {statistics.median(r[0] for r in runs):.3f} s wall / {statistics.median(r[1] for r in runs):.3f} "
           f"s CPU (each: {', '.join(f'{r[1]:.2f}' for r in runs)} CPU s)")
-    print(f"\n  {'CPU s':>7}  statement (median over the rebuilds)")
+    print(f"\n  {'CPU s':>7}  statement (median over the builds)")
     for med, key in sorted(((statistics.median(v), k) for k, v in per_statement.items()), reverse=True)[:args.top]:
         print(f"  {med:7.3f}  {key}")
 

@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from spanrl.cli import cli
+from spanrl.transitions.incremental import restrict_lake
 from spanrl.transitions.snapshot import latest_manifest, read_snapshot
 from spanrl.transitions.tables import current_tables
 
@@ -277,3 +278,28 @@ def test_the_summary_prints_data_as_text_not_markup(capsys) -> None:
     print_summary(BuildResult("empty", None, None, 0, stats))
     out = " ".join(capsys.readouterr().out.split())
     assert "[[conventions]]" in out and "[bold]x[/bold] 1" in out
+
+
+def test_an_incremental_run_reads_new_lake_files_whole_and_filters_older_ones_by_trace(tmp_path: Path) -> None:
+    """restrict_lake: when every span file read is new, `spans` reads them as they are (each of their
+    traces is a seed, so the by-trace filter would keep every row); one older file among them, which
+    also holds traces nobody recomputes, and `spans` keeps the touched traces' rows only."""
+    part = tmp_path / "lake" / "spans" / "date=2026-01-01"
+    part.mkdir(parents=True)
+    for name, traces in (("new.parquet", ["t1", "t2"]), ("old.parquet", ["t1", "t3"])):
+        duckdb.sql(f"COPY (SELECT unnest({traces}) AS trace_id) TO '{part / name}' (FORMAT parquet)")
+    new, old = "lake/spans/date=2026-01-01/new.parquet", "lake/spans/date=2026-01-01/old.parquet"
+    con = duckdb.connect()
+    con.execute("CREATE VIEW logs AS SELECT NULL::VARCHAR AS trace_id WHERE false")  # the lake's (empty) logs
+    con.execute("CREATE TEMP TABLE _touched AS SELECT unnest(['t1', 't2']) AS trace_id")
+
+    def spans_view() -> tuple[str, list[str]]:
+        sql = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'spans'").fetchall()[0][0]
+        return sql, sorted(r[0] for r in con.sql("SELECT trace_id FROM spans").fetchall())
+
+    restrict_lake(con, tmp_path, [new], new_files=[new])
+    sql, traces = spans_view()
+    assert "_touched" not in sql and traces == ["t1", "t2"]
+    restrict_lake(con, tmp_path, [new, old], new_files=[new])
+    sql, traces = spans_view()
+    assert "_touched" in sql and traces == ["t1", "t1", "t2"]  # t3 lives in the older file, untouched
