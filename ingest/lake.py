@@ -40,8 +40,11 @@ __all__ = [
     "register_call_views", "register_dataset", "register_llm_calls", "register_llm_macros",
 ]
 
-# The stage-1 relations a later stage may materialise from their SQL (the rest are views on the lake).
-CALL_RELATIONS = ("llm_calls", "tool_calls")
+# The stage-1 relations a later stage may materialise from their SQL (the rest are views on the lake),
+# in the order they read each other: _span_facts (span_facts.sql) is what llm_calls, tool_calls and
+# stage 2 read of every span's attributes.
+CALL_RELATIONS = ("_span_facts", "llm_calls", "tool_calls")
+_CALL_SQL = {"_span_facts": "span_facts"}
 
 
 def open_readable(data: Path, config_file: Path | None = None) -> duckdb.DuckDBPyConnection:
@@ -71,10 +74,10 @@ def register_llm_calls(con: duckdb.DuckDBPyConnection, data: Path, config_file: 
 
 
 def call_relation_sql(name: str) -> str:
-    """The SELECT of a stage-1 call relation (``llm_calls`` or ``tool_calls``), to materialise it."""
+    """The SELECT of a stage-1 relation a later stage materialises (``CALL_RELATIONS``)."""
     if name not in CALL_RELATIONS:
         raise ValueError(f"{name!r}: stage 1's call relations are {', '.join(CALL_RELATIONS)}")
-    return _read_sql(name)
+    return _read_sql(_CALL_SQL.get(name, name))
 
 
 def coverage_sql() -> str:

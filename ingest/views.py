@@ -43,31 +43,34 @@ LLM_CONVENTIONS = [
     "litellm",           # LiteLLM's OTel logger: the raw provider request/response (raw_gen_ai_request)
 ]
 
-# Per registered convention, a cheap test that every span it turns into a row passes (a conjunct of
-# its own WHERE, over `spans` columns) and, for one that also makes rows from log records alone, the
-# same over `logs`. The snapshot builder runs them all in one scan over the spans it reads and stacks
-# only the conventions some span (log record) passes (``present_conventions``): a convention the
-# night's telemetry never uses costs no scan and no binding. A probe that is NOT implied by its
+# Per registered convention, a cheap test that every span it turns into a row passes (a conjunct
+# implied by its own WHERE, over the columns of _span_facts: attr_keys, the attribute values v, the
+# event names, the span name) and, for one that also makes rows from log records alone, the same over
+# `logs`. The snapshot builder runs them all in one scan over the facts of the spans it reads and
+# stacks only the conventions some span (log record) passes (``present_conventions``): a convention
+# the night's telemetry never uses costs no scan and no binding. A probe that is NOT implied by its
 # convention's WHERE would drop rows without a word, so tests/ingest/test_registry.py builds
-# llm_calls with and without the probes on every fixture and recording. `a` is the attributes text.
+# llm_calls with and without the probes on every fixture and recording. Keys, not the attribute text:
+# a test on the keys is ~6x cheaper than on the text, which holds the prompts (bench/night_profile.py).
 CONVENTION_PROBES: dict[str, tuple[str, str | None]] = {
-    "genai_events": ("""CASE WHEN contains(a, '"gen_ai.input.messages":') THEN false
-                             WHEN contains(a, 'gen_ai.operation.name') OR contains(a, 'llm.request.type')
-                             THEN coalesce(attributes->>'gen_ai.operation.name' IN ('chat', 'text_completion', 'generate_content')
-                                           OR attributes->>'llm.request.type' IN ('chat', 'completion'), false)
-                             ELSE false END""", None),
-    "genai_latest": ("""contains(a, '"gen_ai.input.messages":') OR contains(a, '"gen_ai.output.messages":')
-                        OR contains(events, 'gen_ai.client.inference.operation.details')""",
+    "genai_events": ("""NOT has_attr(attr_keys, 'gen_ai.input.messages')
+                        AND coalesce(span_fact(v, 'gen_ai.operation.name') IN ('chat', 'text_completion', 'generate_content')
+                                     OR span_fact(v, 'llm.request.type') IN ('chat', 'completion'), false)""", None),
+    "genai_latest": ("""has_attr(attr_keys, 'gen_ai.input.messages') OR has_attr(attr_keys, 'gen_ai.output.messages')
+                        OR list_contains(event_names, 'gen_ai.client.inference.operation.details')""",
                      "event_name = 'gen_ai.client.inference.operation.details' AND span_id IS NOT NULL"),
-    "openinference": ("contains(a, 'openinference.span.kind')", None),
-    "openllmetry": ("contains(a, 'gen_ai.prompt.0.') OR contains(a, 'gen_ai.completion.0.')", None),
-    "langsmith": ("""contains(a, '"gen_ai.prompt"')""", None),
-    "vercel_ai": ("contains(a, 'ai.prompt.messages')", None),
-    "logfire": ("contains(a, 'request_data')", None),
-    "agent_lightning": ("contains(a, 'token_ids')", None),
-    "payload": ("""(contains(a, '"input.value"') AND contains(a, '"LLM"')) OR contains(a, '"langfuse.observation.type"')
-                   OR contains(a, '"mlflow.spanInputs"') OR contains(a, '"gcp.vertex.agent.llm_request"')
-                   OR contains(a, '"events"')""", None),
+    "openinference": ("span_fact(v, 'openinference.span.kind') = 'LLM'", None),
+    "openllmetry": ("contains(attr_keys, chr(31) || 'gen_ai.prompt.0.') OR contains(attr_keys, chr(31) || 'gen_ai.completion.0.')",
+                    None),
+    "langsmith": ("has_attr(attr_keys, 'gen_ai.prompt')", None),
+    "vercel_ai": ("has_attr(attr_keys, 'ai.prompt.messages')", None),
+    "logfire": ("has_attr(attr_keys, 'request_data')", None),
+    "agent_lightning": ("contains(attr_keys, 'token_ids')", None),
+    # a row needs one of its sources (payload.sql, kinds), each named by a top-level key; the '"LLM"' its
+    # WHERE also looks for in the text the keys cannot tell, so every span with an input.value passes
+    "payload": ("""has_attr(attr_keys, 'input.value') OR has_attr(attr_keys, 'langfuse.observation.type')
+                   OR has_attr(attr_keys, 'mlflow.spanType') OR has_attr(attr_keys, 'gcp.vertex.agent.llm_request')
+                   OR has_attr(attr_keys, 'events')""", None),
     "litellm": ("\"name\" = 'raw_gen_ai_request'", None),
 }
 
@@ -209,9 +212,17 @@ def register_call_views(con: duckdb.DuckDBPyConnection, data: Path, call_views: 
     con.execute(read_sql("llm_macros"))
     if not call_views:
         return
+    register_span_facts(con)
     register_conventions(con, mapped_conventions(data, config_file))
     for name in VIEW_ORDER[2:]:
         register_view(con, name)
+
+
+def register_span_facts(con: duckdb.DuckDBPyConnection, kind: str = "VIEW") -> None:
+    """``_span_facts`` (span_facts.sql: every span's narrow facts, from one parse of its attributes)
+    over ``spans``: a view, or a temp TABLE (the snapshot builder, once per build)."""
+    temp = "TEMP " if kind == "TABLE" else ""
+    con.execute(f"CREATE OR REPLACE {temp}{kind} _span_facts AS {read_sql('span_facts')}")
 
 
 def mapped_conventions(data: Path, config_file: Path | None = None) -> list[dict]:
@@ -247,6 +258,9 @@ def register_conventions(con: duckdb.DuckDBPyConnection, mapped: list[dict] | No
     built-in convention whose ``CONVENTION_PROBES`` test no span passes is left out, since it would
     give no row. Returns the stacked views."""
     register_py_literal_json(con)  # litellm.sql reads Python-literal attribute values
+    if probe and "_span_facts" not in {r[0] for r in con.execute(
+            "SELECT table_name FROM information_schema.tables").fetchall()}:
+        register_span_facts(con)  # what the probes read
     con.execute(f"CREATE OR REPLACE VIEW _llm_spans AS {read_sql('llm_spans')}")
     for conv in LLM_CONVENTIONS:
         if not sql_exists(f"llm_calls/{conv}"):
@@ -268,7 +282,7 @@ def present_conventions(con: duckdb.DuckDBPyConnection) -> list[str]:
     ``con`` passes, in registry order: one scan over ``spans`` (and one over ``logs``)."""
     on_spans = {c: p[0] for c, p in CONVENTION_PROBES.items()}
     on_logs = {c: p[1] for c, p in CONVENTION_PROBES.items() if p[1]}
-    hits = _passing(con, "(SELECT *, CAST(attributes AS VARCHAR) AS a FROM spans)", on_spans) | _passing(con, "logs", on_logs)
+    hits = _passing(con, "_span_facts", on_spans) | _passing(con, "logs", on_logs)
     return [c for c in LLM_CONVENTIONS if c in hits]
 
 

@@ -26,7 +26,13 @@ from typing import Any
 
 import duckdb
 
-from spanrl.ingest.lake import coverage_sql, lake_lock, lock_down, open_for_builder  # stage 1's API
+from spanrl.ingest.lake import (  # stage 1's API
+    CALL_RELATIONS,
+    coverage_sql,
+    lake_lock,
+    lock_down,
+    open_for_builder,
+)
 from spanrl.layout import feedback_dir, lake_dir
 from spanrl.sqlfiles import one, rows, sql_literal
 from spanrl.transitions.air import load_air_rules, rules_as_dicts
@@ -216,7 +222,7 @@ def _compute(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan
             fill_priors(con)
             plan.read_files = files_of_touched(con, plan.new_files, existing)
             restrict_lake(con, data, plan.read_files, plan.new_files)
-            for name in ("llm_calls", "tool_calls"):  # made again from the restricted spans
+            for name in CALL_RELATIONS:  # made again from the restricted spans
                 con.execute(f"DROP TABLE IF EXISTS temp.{name}")
         plan.conventions = register_stage2(con, cfg, materialize=True, rules=rules,
                                            readable=builder_readable(data)).conventions

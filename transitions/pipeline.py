@@ -42,20 +42,20 @@ class Step:
 
 # The stage-1 relations stage 2 reads (ingest.lake creates them), and what the caller registers first:
 # _feedback (feedback.load_feedback), the _prior_* relations (empty unless an incremental build filled them).
-STAGE1 = ("spans", "logs", "llm_calls", "tool_calls")
+STAGE1 = ("spans", "logs", "_span_facts", "llm_calls", "tool_calls")
 PRIOR_INPUTS = ("_prior_rollout_ids", "_prior_trace_rollouts", "_prior_responses")
 
 STAGE2_STEPS: list[Step] = [
-    Step("_span_tree", ("spans", "llm_calls"), "rollouts/_span_tree"),
+    Step("_span_tree", ("_span_facts", "llm_calls"), "rollouts/_span_tree"),
     Step("_trace_rollouts", ("_span_tree",), "rollouts/_trace_rollouts"),
     Step("_rollout_status", ("spans", "_span_tree"), "rollouts/_rollout_status"),
-    Step("_agent_repairs", ("spans", "llm_calls"), "rollouts/_agent_repairs"),
+    Step("_agent_repairs", ("_span_facts", "llm_calls"), "rollouts/_agent_repairs"),
     Step("_rollout_calls", ("llm_calls", "_span_tree", "_agent_repairs"), "rollouts/_rollout_calls", "view"),
-    Step("_rollout_tasks", ("spans", "_span_tree", "_rollout_calls"), "rollouts/_rollout_tasks"),
+    Step("_rollout_tasks", ("_span_facts", "_span_tree", "_rollout_calls"), "rollouts/_rollout_tasks"),
     # read by rewards and rollouts: as a view its scan of every span's text ran twice (a table: stage 2
     # -4% CPU at 60k spans, -3% at 600k, bench/stage2_repeat.py; _rollout_calls as a table copies every
     # prompt and lost 2% at 600k)
-    Step("_explicit_rewards", ("spans", "logs", "_span_tree", "_trace_rollouts", "_rollout_calls"),
+    Step("_explicit_rewards", ("spans", "logs", "_span_facts", "_span_tree", "_trace_rollouts", "_rollout_calls"),
          "rewards/_explicit_rewards"),
     Step("_feedback_rewards", ("_feedback", *PRIOR_INPUTS, "_span_tree", "_trace_rollouts", "_rollout_calls"),
          "rewards/_feedback_rewards"),

@@ -18,7 +18,13 @@ from pathlib import Path
 import duckdb
 
 from spanrl.errors import InputError
-from spanrl.ingest.lake import call_relation_sql, lock_down, register_llm_calls, register_llm_macros
+from spanrl.ingest.lake import (
+    CALL_RELATIONS,
+    call_relation_sql,
+    lock_down,
+    register_llm_calls,
+    register_llm_macros,
+)
 from spanrl.layout import feedback_dir, lake_dir
 from spanrl.transitions.air import AirRule, air_rule_hits_sql, bad_rule_error, load_air_rules
 from spanrl.transitions.config import BuildConfig
@@ -78,11 +84,13 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, materializ
     """
     if readable is None:
         readable = (lake_dir(cfg.data), feedback_dir(cfg.data))
+    register_llm_macros(con)  # span_facts.sql's macros, on any connection
+    set_variables(con, cfg)  # _span_facts reads --rollout-key / --task-key
     conventions = _materialize_stage1(con, cfg) if materialize else None
+    if not materialize and "_span_facts" not in relations(con) and "spans" in relations(con):
+        create(con, "_span_facts", "VIEW", call_relation_sql("_span_facts"))
     _check_stage1(con)
-    register_llm_macros(con)  # spanrl_span_agent (hierarchy repair), on any connection
     con.execute(read_sql("rollouts/macros"))
-    set_variables(con, cfg)
     have = relations(con)
     for name, columns in PRIORS.items():
         if name not in have:
@@ -132,7 +140,7 @@ def lake_config(data: Path) -> tuple[BuildConfig, list[AirRule] | None]:
 
 
 def _materialize_stage1(con: duckdb.DuckDBPyConnection, cfg: BuildConfig) -> list[str] | None:
-    """Evaluate stage 1's LLM-call and tool-call relations once, as temp tables of the same names.
+    """Evaluate stage 1's span facts, LLM-call and tool-call relations once, as temp tables of the same names.
 
     Temp objects shadow main ones, also inside other views, so tool_calls (which reads llm_calls)
     and every stage-2 object reuse these rows instead of re-running the convention SQL each time.
@@ -145,7 +153,7 @@ def _materialize_stage1(con: duckdb.DuckDBPyConnection, cfg: BuildConfig) -> lis
     """
     have = relations(con)
     stacked = None
-    for name in ("llm_calls", "tool_calls"):
+    for name in CALL_RELATIONS:
         if name in have:
             create(con, name, "TABLE", f"SELECT * FROM main.{name}")
         elif "spans" in have:

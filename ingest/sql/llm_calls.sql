@@ -259,11 +259,9 @@ restored AS (
           FROM orphans AS o JOIN restore_from AS r ON r.trace_id = o.trace_id AND r.span_id = o.span_id
           GROUP BY ALL)
 ),
-tree AS (
-    SELECT trace_id, span_id, parent_span_id, spanrl_span_agent("name", attributes, x) AS agent
-    FROM (SELECT s.trace_id, s.span_id, s.parent_span_id, s."name", s.attributes,
-                 spanrl_agent_attrs(s.attributes) AS x  -- one parse of the attributes per span
-          FROM spans AS s SEMI JOIN calls AS c ON c.trace_id = s.trace_id)
+tree AS (  -- the agent each span names: a span fact (span_facts.sql), no attribute text read here
+    SELECT s.trace_id, s.span_id, s.parent_span_id, s.agent
+    FROM _span_facts AS s SEMI JOIN calls AS c ON c.trace_id = s.trace_id
 ),
 walk(trace_id, call_span_id, span_id, depth) AS (
     SELECT trace_id, span_id, span_id, 0 FROM calls

@@ -26,6 +26,19 @@ CREATE OR REPLACE MACRO agent_attribute_keys() AS [
     'metadata'];
 CREATE OR REPLACE MACRO agent_attr(x, k) AS attr_value(x, agent_attribute_keys(), k);
 
+-- _span_facts (span_facts.sql): what later steps read of every span's attributes, in one parse. It
+-- starts with agent_attribute_keys(), so its first values are spanrl_span_agent's x. span_fact(v, k)
+-- reads one back by name; resource_fact(r, k) the same of the resource's values.
+CREATE OR REPLACE MACRO span_fact_keys() AS list_concat(agent_attribute_keys(), [
+    'langsmith.span.kind', 'llm.request.type', 'spanrl.rollout_id', 'agentlightning.rollout_id', 'spanrl.task_id',
+    'spanrl.rollout.purpose']);
+CREATE OR REPLACE MACRO span_fact(v, k) AS attr_value(v, span_fact_keys(), k);
+CREATE OR REPLACE MACRO resource_fact_keys() AS ['spanrl.rollout_id', 'agentlightning.rollout_id', 'spanrl.task_id',
+                                                'spanrl.rollout.purpose'];
+CREATE OR REPLACE MACRO resource_fact(r, k) AS attr_value(r, resource_fact_keys(), k);
+-- Does the span carry attribute key k (k_text: _span_facts.attr_keys, every key between chr(31)s)?
+CREATE OR REPLACE MACRO has_attr(k_text, k) AS contains(k_text, chr(31) || k || chr(31));
+
 -- The attributes llm_calls/genai_latest.sql reads on a span, a log record or a span event.
 CREATE OR REPLACE MACRO latest_attribute_keys() AS [
     'gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.system_instructions', 'gen_ai.tool.definitions',
@@ -65,11 +78,6 @@ CREATE OR REPLACE MACRO message_paths() AS [
     '$.role', '$.type', '$.parts', '$.content', '$.lc', '$.id[#-1]', '$.kwargs.content', '$.text',
     '$.kwargs.tool_calls', '$.tool_calls', '$.kwargs.tool_call_id', '$.tool_call_id', '$.id'];
 CREATE OR REPLACE MACRO msg(x, p) AS attr_value(x, message_paths(), p);
-
--- tool_calls.sql: the attributes that mark a tool span.
-CREATE OR REPLACE MACRO tool_kind_keys() AS ['gen_ai.operation.name', 'openinference.span.kind', 'traceloop.span.kind',
-                                            'langsmith.span.kind'];
-CREATE OR REPLACE MACRO tool_kind(x, k) AS attr_value(x, tool_kind_keys(), k);
 
 -- An OpenInference LLM span whose flattened messages lose what its request body (input.value) keeps,
 -- tested on the attributes text: openinference-instrumentation-anthropic flattens tool_use blocks
@@ -267,9 +275,9 @@ CREATE OR REPLACE MACRO chat_tools(j) AS nullif(to_json(flatten(list_transform(
 -- name), "invoke_agent X" span names, OpenInference AGENT / gen_ai.operation.name = invoke_agent
 -- (the span name), a LangGraph node: OpenInference keeps LangChain's run metadata as JSON text in
 -- `metadata` (on the node's span and on the LLM span itself), OpenLLMetry as association
--- properties, LangSmith flat. x = spanrl_agent_attrs(attributes), parsed once by the caller.
-CREATE OR REPLACE MACRO spanrl_agent_attrs(attributes) AS attr_values(attributes, agent_attribute_keys());
-CREATE OR REPLACE MACRO spanrl_span_agent(span_name, attributes, x) AS
+-- properties, LangSmith flat. x: the span's values of agent_attribute_keys(), in that order (the
+-- first values of _span_facts.v: span_fact_keys() starts with them), parsed once per span.
+CREATE OR REPLACE MACRO spanrl_span_agent(span_name, x) AS
     coalesce(agent_attr(x, 'gen_ai.agent.name'), agent_attr(x, 'agent.name'),
              CASE WHEN agent_attr(x, 'traceloop.span.kind') = 'agent' THEN agent_attr(x, 'traceloop.entity.name') END,
              nullif(regexp_extract(span_name, '^invoke_agent (.+)$', 1), ''),
@@ -277,7 +285,7 @@ CREATE OR REPLACE MACRO spanrl_span_agent(span_name, attributes, x) AS
                     OR agent_attr(x, 'gen_ai.operation.name') = 'invoke_agent' THEN span_name END,
              agent_attr(x, 'traceloop.association.properties.langgraph_node'),
              agent_attr(x, 'langsmith.metadata.langgraph_node'),
-             CASE WHEN contains(CAST(attributes AS VARCHAR), 'langgraph_node')
+             CASE WHEN contains(agent_attr(x, 'metadata'), 'langgraph_node')  -- cheap test before the parse
                   THEN json_extract_string(try_cast(agent_attr(x, 'metadata') AS JSON), '$.langgraph_node') END);
 
 -- Restored prompts (llm_calls.sql): is message i of msgs a tool result whose dropped tool call goes back

@@ -18,28 +18,31 @@ WITH calls AS MATERIALIZED (  -- one read of llm_calls; a message kept only wher
            CASE WHEN contains(CAST(input_messages AS VARCHAR), '"tool"') THEN input_messages END AS tool_input
     FROM llm_calls
 ),
-marked AS MATERIALIZED (  -- tool spans, and LLM spans that may hold an unparsed tool call: one cast of the attributes each
+facts AS (  -- what marks a tool span, from the span facts (span_facts.sql): no attribute text read
+    SELECT trace_id, span_id, v AS k,
+           coalesce(span_fact(v, 'gen_ai.operation.name') = 'execute_tool' OR starts_with("name", 'execute_tool ')
+                    OR span_fact(v, 'openinference.span.kind') = 'TOOL' OR span_fact(v, 'traceloop.span.kind') = 'tool'
+                    OR span_fact(v, 'langsmith.span.kind') = 'tool' OR "name" = 'ai.toolCall', false) AS is_tool,
+           has_attr(attr_keys, 'output.value') AS has_output
+    FROM _span_facts
+),
+marked AS MATERIALIZED (  -- tool spans, and spans that may hold an unparsed tool call (in output.value), read whole
     SELECT * FROM (
-        SELECT trace_id, span_id, start_ns, end_ns, status_code, status_message, events, attributes AS a, "name",
-               -- only spans whose text holds a tool kind's value (execute_tool, TOOL, "tool"): an LLM
-               -- span's messages mention tools, not these
-               CASE WHEN contains(txt, 'execute_tool') OR contains(txt, 'TOOL') OR contains(txt, '"tool"')
-                    THEN attr_values(attributes, tool_kind_keys()) END AS k,
+        SELECT s.trace_id, s.span_id, s.start_ns, s.end_ns, s.status_code, s.status_message, s.events, s.attributes AS a,
+               s."name", f.k, f.is_tool,
                -- the type value of a non-empty invalid_tool_calls list, quoted plain or inside a JSON string
-               contains(txt, 'invalid_tool_call"') OR contains(txt, 'invalid_tool_call\"') AS may_hold_invalid
-        FROM (SELECT *, CAST(attributes AS VARCHAR) AS txt FROM spans))
-    WHERE tool_kind(k, 'gen_ai.operation.name') = 'execute_tool' OR starts_with("name", 'execute_tool ')
-       OR tool_kind(k, 'openinference.span.kind') = 'TOOL' OR tool_kind(k, 'traceloop.span.kind') = 'tool'
-       OR tool_kind(k, 'langsmith.span.kind') = 'tool' OR "name" = 'ai.toolCall' OR may_hold_invalid
+               f.has_output AND (contains(CAST(s.attributes AS VARCHAR), 'invalid_tool_call"')
+                                 OR contains(CAST(s.attributes AS VARCHAR), 'invalid_tool_call\"')) AS may_hold_invalid
+        FROM spans AS s JOIN facts AS f ON f.trace_id = s.trace_id AND f.span_id = s.span_id
+        WHERE f.is_tool OR f.has_output)
+    WHERE is_tool OR may_hold_invalid
 ),
 tool_spans AS (
     SELECT trace_id, span_id, start_ns, end_ns, status_code, status_message, events, a, "name",
-           tool_kind(k, 'openinference.span.kind') = 'TOOL' AND json_extract_string(a, '$."tool.name"') IS NULL
+           span_fact(k, 'openinference.span.kind') = 'TOOL' AND json_extract_string(a, '$."tool.name"') IS NULL
                AND ("name" = 'handoff' OR starts_with("name", 'handoff to ')) AS oi_handoff
     FROM marked
-    WHERE tool_kind(k, 'gen_ai.operation.name') = 'execute_tool' OR starts_with("name", 'execute_tool ')
-       OR tool_kind(k, 'openinference.span.kind') = 'TOOL' OR tool_kind(k, 'traceloop.span.kind') = 'tool'
-       OR tool_kind(k, 'langsmith.span.kind') = 'tool' OR "name" = 'ai.toolCall'
+    WHERE is_tool
 ),
 from_spans AS (
     SELECT trace_id, span_id, start_ns, end_ns, status_code,

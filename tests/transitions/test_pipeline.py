@@ -50,8 +50,8 @@ def test_every_input_is_made_by_an_earlier_step() -> None:
 
 def test_runner_names_the_step_whose_input_is_missing() -> None:
     con = duckdb.connect()
-    con.execute("CREATE TABLE spans AS SELECT 1 AS x")  # llm_calls never made
-    with pytest.raises(RuntimeError, match=r"'_span_tree' reads llm_calls"):
+    con.execute("CREATE TABLE _span_facts AS SELECT 1 AS x")  # llm_calls never made
+    with pytest.raises(RuntimeError, match=r"'_span_tree' reads llm_calls, which nothing created"):
         run_steps(con, STAGE2_STEPS, materialize=True)
 
 

@@ -20,32 +20,37 @@
 -- A reward field whose value is none of these, or NaN/±Inf, stays as a row with value NULL: rewards
 -- reports it as source `rejected`, and the final-reward choice (rollouts.sql, arg_max) skips it.
 -- target_span_id is the span the reward hangs on (a reward span's parent, else the span itself).
--- Speed: one scan of `spans`; cheap substring tests on the attribute/event text pick the few
--- candidate spans before any JSON is parsed, and only those are joined to their rollout.
+-- Speed: the span facts (attribute keys, event names) pick the few candidate spans; only those are
+-- read whole (attributes, events) and joined to their rollout.
 WITH keys AS (  -- --reward-key names (spanrl_reward_keys), minus the attributes a built-in reads
     SELECT coalesce(list_filter(CAST(getvariable('spanrl_reward_keys') AS VARCHAR[]),
                                 lambda k: k NOT IN ('spanrl.reward', 'gen_ai.evaluation.score.value',
                                                     'gen_ai.evaluation.score.label')), []) AS k
 ),
-hinted AS (
-    SELECT sp.trace_id, sp.span_id, nullif(sp.parent_span_id, '') AS parent_span_id, sp.name, sp.attributes,
-           sp.events, sp.end_ns,
-           contains(sp.a, 'spanrl.reward') AS f_spanrl,
-           sp.name IN ('agentlightning.annotation', 'agentlightning.reward') AS f_agl,
-           contains(sp.a, 'evaluations.') AS f_oi,
-           contains(sp.a, 'gen_ai.evaluation.score.') AS f_eval,
-           contains(sp.a, 'agentops.') AND contains(sp.a, 'reward') AS f_agentops,
-           spanrl_may_hold_any(sp.a, keys.k) AS f_keys,
-           sp.ev NOT IN ('[]', '')
-               AND (contains(sp.ev, 'spanrl.reward') OR contains(sp.ev, 'gen_ai.evaluation.')
-                    OR spanrl_may_hold_any(sp.ev, keys.k)) AS f_events
-    FROM (SELECT *, CAST(attributes AS VARCHAR) AS a, coalesce(CAST(events AS VARCHAR), '') AS ev FROM spans) sp,
-         keys
+hinted AS (  -- the reward styles a span may hold, told by its attribute keys and event names (span facts,
+             -- span_facts.sql): no attribute text is read for the spans that hold none
+    SELECT f.trace_id, f.span_id,
+           has_attr(f.attr_keys, 'spanrl.reward') AS f_spanrl,
+           f."name" IN ('agentlightning.annotation', 'agentlightning.reward') AS f_agl,
+           contains(f.attr_keys, chr(31) || 'evaluations.') AS f_oi,
+           contains(f.attr_keys, chr(31) || 'gen_ai.evaluation.score.') AS f_eval,
+           has_attr(f.attr_keys, 'agentops.task.output') OR has_attr(f.attr_keys, 'agentops.entity.output') AS f_agentops,
+           coalesce(list_bool_or(list_transform(keys.k, lambda x: has_attr(f.attr_keys, x))), false) AS f_keys,
+           len(f.event_names) > 0 AS has_events
+    FROM _span_facts f, keys
 ),
-s AS MATERIALIZED (  -- the candidate spans with their rollout: every branch below reads only these
-    SELECT h.*, r.rollout_id
-    FROM hinted h JOIN _span_tree r USING (trace_id, span_id)
-    WHERE h.f_spanrl OR h.f_agl OR h.f_oi OR h.f_eval OR h.f_agentops OR h.f_keys OR h.f_events
+s AS MATERIALIZED (  -- the candidate spans, read whole, with their rollout: every branch below reads only these
+    SELECT * FROM (
+        SELECT h.* EXCLUDE (has_events), nullif(sp.parent_span_id, '') AS parent_span_id, sp."name", sp.attributes,
+               sp.events, sp.end_ns, r.rollout_id,
+               h.has_events AND (contains(CAST(sp.events AS VARCHAR), 'spanrl.reward')
+                                 OR contains(CAST(sp.events AS VARCHAR), 'gen_ai.evaluation.')
+                                 OR spanrl_may_hold_any(CAST(sp.events AS VARCHAR), keys.k)) AS f_events
+        FROM hinted h
+        JOIN _span_tree r ON r.trace_id = h.trace_id AND r.span_id = h.span_id
+        JOIN spans sp ON sp.trace_id = h.trace_id AND sp.span_id = h.span_id, keys
+        WHERE h.f_spanrl OR h.f_agl OR h.f_oi OR h.f_eval OR h.f_agentops OR h.f_keys OR h.has_events)
+    WHERE f_spanrl OR f_agl OR f_oi OR f_eval OR f_agentops OR f_keys OR f_events
 ),
 spanrl AS (
     SELECT trace_id, span_id, rollout_id,

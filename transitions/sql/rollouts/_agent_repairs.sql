@@ -15,9 +15,8 @@ WITH candidates AS (
 ),
 agent_spans AS (
     SELECT trace_id, span_id, start_ns, end_ns, agent
-    FROM (SELECT s.trace_id, s.span_id, s.start_ns, s.end_ns,
-                 spanrl_span_agent(s."name", s.attributes, spanrl_agent_attrs(s.attributes)) AS agent
-          FROM spans AS s SEMI JOIN candidates AS c ON c.trace_id = s.trace_id
+    FROM (SELECT s.trace_id, s.span_id, s.start_ns, s.end_ns, s.agent
+          FROM _span_facts AS s SEMI JOIN candidates AS c ON c.trace_id = s.trace_id
           ANTI JOIN llm_calls AS l ON l.trace_id = s.trace_id AND l.span_id = s.span_id)
     WHERE agent IS NOT NULL
 ),

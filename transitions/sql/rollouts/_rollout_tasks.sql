@@ -2,12 +2,12 @@
 -- Per rollout: the task it attempts, for group baselines. spanrl.task_id (span or resource), the
 -- configured --task-key, else a hash of the rollout's first user message (first call in tree order).
 -- Also its purpose: spanrl.rollout.purpose (span or resource; `spanrl eval` sets 'eval'), NULL when untagged.
-WITH keyed AS (
+WITH keyed AS (  -- span facts (span attribute, else resource; span_facts.sql)
     SELECT r.rollout_id,
-           min(spanrl_attr(sp.attributes, sp.resource, 'spanrl.task_id')) AS spanrl_task,
-           min(spanrl_attr(sp.attributes, sp.resource, getvariable('spanrl_task_key'))) AS key_task,
-           min(spanrl_attr(sp.attributes, sp.resource, 'spanrl.rollout.purpose')) AS purpose
-    FROM spans sp JOIN _span_tree r USING (trace_id, span_id)
+           min(coalesce(span_fact(f.v, 'spanrl.task_id'), resource_fact(f.rv, 'spanrl.task_id'))) AS spanrl_task,
+           min(f.task_key) AS key_task,
+           min(coalesce(span_fact(f.v, 'spanrl.rollout.purpose'), resource_fact(f.rv, 'spanrl.rollout.purpose'))) AS purpose
+    FROM _span_facts f JOIN _span_tree r USING (trace_id, span_id)
     GROUP BY r.rollout_id
 ),
 first_call AS (  -- the first call (tree order) that can hold a user message; parsed once per rollout

@@ -13,13 +13,13 @@
 -- one with a smaller id, so repairs cannot form cycles); with none it stays unanchored (a root that
 -- is not a root: its rollout is incomplete until the parent arrives, unless it carries its own key).
 -- order_path sorts spans depth-first, siblings by start time: the MDP step order of LLM calls.
-WITH RECURSIVE s AS (
+WITH RECURSIVE s AS (  -- the keys are span facts (span attribute, else resource; span_facts.sql)
     SELECT trace_id, span_id, nullif(parent_span_id, '') AS parent_span_id, start_ns, end_ns,
            status_code, source_file,
-           spanrl_attr(attributes, resource, 'spanrl.rollout_id') AS k1,
-           spanrl_attr(attributes, resource, 'agentlightning.rollout_id') AS k2,
-           spanrl_attr(attributes, resource, getvariable('spanrl_rollout_key')) AS k3
-    FROM spans
+           coalesce(span_fact(v, 'spanrl.rollout_id'), resource_fact(rv, 'spanrl.rollout_id')) AS k1,
+           coalesce(span_fact(v, 'agentlightning.rollout_id'), resource_fact(rv, 'agentlightning.rollout_id')) AS k2,
+           rollout_key AS k3
+    FROM _span_facts
 ),
 kinds AS (  -- which key kind this trace uses, and its key when it has exactly one
     SELECT trace_id,
