@@ -17,7 +17,6 @@ CREATE OR REPLACE MACRO call_attribute_keys() AS [
     'gen_ai.response.model', 'gen_ai.response.finish_reasons', 'gen_ai.usage.input_tokens',
     'gen_ai.usage.prompt_tokens', 'gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens',
     'gen_ai.request.temperature', 'gen_ai.response.id'];
-CREATE OR REPLACE MACRO call_attr(x, k) AS attr_value(x, call_attribute_keys(), k);
 
 -- The attributes that name an agent (llm_calls.sql's agent_name walk), on every span of a call's trace.
 CREATE OR REPLACE MACRO agent_attribute_keys() AS [
@@ -27,12 +26,14 @@ CREATE OR REPLACE MACRO agent_attribute_keys() AS [
 CREATE OR REPLACE MACRO agent_attr(x, k) AS attr_value(x, agent_attribute_keys(), k);
 
 -- _span_facts (span_facts.sql): what later steps read of every span's attributes, in one parse. It
--- starts with agent_attribute_keys(), so its first values are spanrl_span_agent's x. span_fact(v, k)
+-- starts with agent_attribute_keys(), so its first values are spanrl_span_agent's x; it ends with
+-- call_attribute_keys() (llm_calls.sql's call_attr). span_fact(v, k)
 -- reads one back by name; resource_fact(r, k) the same of the resource's values.
-CREATE OR REPLACE MACRO span_fact_keys() AS list_concat(agent_attribute_keys(), [
+CREATE OR REPLACE MACRO span_fact_keys() AS list_concat(list_concat(agent_attribute_keys(), [
     'langsmith.span.kind', 'llm.request.type', 'spanrl.rollout_id', 'agentlightning.rollout_id', 'spanrl.task_id',
-    'spanrl.rollout.purpose']);
+    'spanrl.rollout.purpose']), call_attribute_keys());
 CREATE OR REPLACE MACRO span_fact(v, k) AS attr_value(v, span_fact_keys(), k);
+CREATE OR REPLACE MACRO call_attr(x, k) AS span_fact(x, k);  -- a call attribute (x: _span_facts.v)
 CREATE OR REPLACE MACRO resource_fact_keys() AS ['spanrl.rollout_id', 'agentlightning.rollout_id', 'spanrl.task_id',
                                                 'spanrl.rollout.purpose'];
 CREATE OR REPLACE MACRO resource_fact(r, k) AS attr_value(r, resource_fact_keys(), k);

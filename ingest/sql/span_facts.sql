@@ -9,9 +9,11 @@
 --   agent       the agent the span names (spanrl_span_agent), NULL when none
 --   attr_keys   every top-level attribute key, each between chr(31)s (has_attr(attr_keys, key))
 --   event_names the span events' names ([] without events)
+--   res         hash(resource): which process (llm_calls.sql's twins)
 --   rv          the resource's values of resource_fact_keys() (resource_fact(rv, key))
 --   rollout_key, task_key  the values of --rollout-key / --task-key (span attribute, else resource)
-SELECT trace_id, span_id, parent_span_id, "name", kind, start_ns, end_ns, status_code, source_file, v,
+SELECT trace_id, span_id, parent_span_id, "name", kind, start_ns, end_ns, status_code, source_file, service_name,
+       coalesce(scope_name, '') AS scope_name, hash(resource) AS res, v,
        spanrl_span_agent("name", v) AS agent,
        chr(31) || coalesce(array_to_string(json_keys(attributes), chr(31)), '') || chr(31) AS attr_keys,
        CASE WHEN events IS NULL THEN [] ELSE coalesce(json_extract_string(events, '$[*].name'), []) END AS event_names,
