@@ -29,13 +29,13 @@ WITH s AS (
                                                '$."traceloop.span.kind"', '$."gen_ai.agent.name"']) AS ak
     FROM spans sp JOIN _span_tree r USING (trace_id, span_id)
 ),
-calls AS (
+calls AS (  -- the window sorts the prompts' hashes, not the prompts (at 600k spans: -0.4 CPU s)
     SELECT rollout_id, trace_id, span_id, end_ns, tools,
-           prompt IS NOT NULL
-               AND count(*) OVER (PARTITION BY rollout_id, hash(prompt) ORDER BY start_ns, span_id
+           prompt_hash IS NOT NULL
+               AND count(*) OVER (PARTITION BY rollout_id, prompt_hash ORDER BY start_ns, span_id
                                   ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) > 0 AS retried
     FROM (SELECT *, CASE WHEN regexp_matches(replace(txt, '"__REDACTED__"', 'null'),
-                                             '"(content|tool_calls)":\s*("[^"]|\[)') THEN txt END AS prompt
+                                             '"(content|tool_calls)":\s*("[^"]|\[)') THEN hash(txt) END AS prompt_hash
           -- content: some message has a non-empty content (text or parts) or tool calls; a text test on
           -- the prompt the hash reads anyway (OpenInference's redaction marker counts as none)
           FROM (SELECT *, CAST(input_messages AS VARCHAR) AS txt FROM _rollout_calls))
