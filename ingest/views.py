@@ -18,7 +18,7 @@ from spanrl.config import find_config_file
 from spanrl.ingest.mapped import load_mapped_conventions, register_mapped
 from spanrl.ingest.pyliteral import register_py_literal_json
 from spanrl.ingest.scan import FILES_SCHEMA, REJECTS_SCHEMA, file_state_path
-from spanrl.sqlfiles import SqlFiles, sql_literal
+from spanrl.sqlfiles import NO_AUTO_CHECKPOINT, SqlFiles, sql_literal
 
 if TYPE_CHECKING:  # pyarrow.dataset imports pandas (0.25 s): only the guarded connection needs it
     import pyarrow.dataset as ds
@@ -119,6 +119,7 @@ def _open_files(data: Path) -> duckdb.DuckDBPyConnection:
     lake = Path(data) / "lake"
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
+    con.execute(NO_AUTO_CHECKPOINT)
     for table in ("spans", "logs"):
         glob = lake_glob(lake, table)
         if glob is None:
@@ -140,6 +141,7 @@ def open_guarded(data: Path) -> duckdb.DuckDBPyConnection:
     lake = Path(data) / "lake"
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")  # it would print into piped CSV/JSON output
+    con.execute(NO_AUTO_CHECKPOINT)
     con.execute("SET temp_directory = ''")  # never spills, also not while stage-2 relations are computed
     for table in ("spans", "logs"):
         if lake_glob(lake, table) is None:

@@ -34,7 +34,7 @@ from spanrl.ingest.lake import (  # stage 1's API
     open_for_builder,
 )
 from spanrl.layout import feedback_dir, lake_dir
-from spanrl.sqlfiles import one, rows, sql_literal
+from spanrl.sqlfiles import NO_AUTO_CHECKPOINT, one, rows, sql_literal
 from spanrl.transitions.air import load_air_rules, rules_as_dicts
 from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.credit import (
@@ -305,6 +305,7 @@ def _snapshot(cfg: BuildConfig, state: dict[str, Any], config: dict[str, Any], p
     con = duckdb.connect()
     try:
         con.execute("SET enable_progress_bar = false")
+        con.execute(NO_AUTO_CHECKPOINT)
         register_build_views(con, data, state)
         _air_totals(con, data, state)
         create_rollout_advantages(con, cfg.advantage, EPS)
