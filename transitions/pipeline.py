@@ -59,7 +59,7 @@ STAGE2_STEPS: list[Step] = [
          "rewards/_explicit_rewards"),
     Step("_feedback_rewards", ("_feedback", *PRIOR_INPUTS, "_span_tree", "_trace_rollouts", "_rollout_calls"),
          "rewards/_feedback_rewards"),
-    Step("_air_candidates", ("spans", "tool_calls", "_span_tree", "_rollout_calls"), "rewards/_air_candidates",
+    Step("_air_candidates", ("spans", "_span_facts", "tool_calls", "_span_tree", "_rollout_calls"), "rewards/_air_candidates",
          "view"),
     # the template rewards/_air_rule_hits.sql with the AIR rules' predicates (air.air_rule_hits_sql, which
     # also binds the rules into _air_rules); a table whenever stage 2 is materialised

@@ -31,7 +31,7 @@ CREATE OR REPLACE MACRO agent_attr(x, k) AS attr_value(x, agent_attribute_keys()
 -- reads one back by name; resource_fact(r, k) the same of the resource's values.
 CREATE OR REPLACE MACRO span_fact_keys() AS list_concat(list_concat(agent_attribute_keys(), [
     'langsmith.span.kind', 'llm.request.type', 'spanrl.rollout_id', 'agentlightning.rollout_id', 'spanrl.task_id',
-    'spanrl.rollout.purpose']), call_attribute_keys());
+    'spanrl.rollout.purpose', 'tool.parameters']), call_attribute_keys());
 CREATE OR REPLACE MACRO span_fact(v, k) AS attr_value(v, span_fact_keys(), k);
 CREATE OR REPLACE MACRO call_attr(x, k) AS span_fact(x, k);  -- a call attribute (x: _span_facts.v)
 CREATE OR REPLACE MACRO resource_fact_keys() AS ['spanrl.rollout_id', 'agentlightning.rollout_id', 'spanrl.task_id',

@@ -12,7 +12,8 @@
 --   res         hash(resource): which process (llm_calls.sql's twins)
 --   rv          the resource's values of resource_fact_keys() (resource_fact(rv, key))
 --   rollout_key, task_key  the values of --rollout-key / --task-key (span attribute, else resource)
-SELECT trace_id, span_id, parent_span_id, "name", kind, start_ns, end_ns, status_code, source_file, service_name,
+SELECT trace_id, span_id, parent_span_id, "name", kind, start_ns, end_ns, status_code, status_message, source_file,
+       service_name,
        coalesce(scope_name, '') AS scope_name, hash(resource) AS res, v,
        spanrl_span_agent("name", v) AS agent,
        chr(31) || coalesce(array_to_string(json_keys(attributes), chr(31)), '') || chr(31) AS attr_keys,

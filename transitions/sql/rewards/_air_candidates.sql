@@ -14,20 +14,19 @@
 -- target_span_id: the LLM call whose output caused the span: itself for an LLM call, the call that
 -- asked for a tool (tool_calls.llm_span_id), else the latest call of the rollout that ended before
 -- the span's first exception (or its start).
-WITH s AS (
-    SELECT sp.trace_id, sp.span_id, nullif(sp.parent_span_id, '') AS parent_span_id, sp.name, sp.kind,
-           sp.status_code, sp.status_message, sp.attributes, sp.events, sp.start_ns, sp.end_ns,
-           r.rollout_id,
-           CASE WHEN contains(CAST(sp.events AS VARCHAR), 'exception')  -- cheap test: most spans have no exception
+WITH s AS (  -- the spans' columns from their facts (span_facts.sql); attributes and events are joined for
+            -- the rules that read them (a rule that does not costs no read of the attribute text)
+    SELECT f.trace_id, f.span_id, nullif(f.parent_span_id, '') AS parent_span_id, f."name", f.kind,
+           f.status_code, f.status_message, sp.attributes, sp.events, f.start_ns, f.end_ns,
+           r.rollout_id, f.v,
+           CASE WHEN list_contains(f.event_names, 'exception')  -- most spans have no exception
                 THEN list_filter(TRY_CAST(CAST(sp.events AS JSON) AS JSON[]),
                                  lambda e: e->>'name' = 'exception'
                                      AND NOT regexp_matches(coalesce(e->'attributes'->>'exception.type', ''),
                                                             '(^|\.)(GraphBubbleUp|GraphDrained|GraphInterrupt|NodeInterrupt|ParentCommand)$'))
-                ELSE [] END AS exc,
-           -- one parse of the attributes for the agent test below
-           json_extract_string(sp.attributes, ['$."gen_ai.operation.name"', '$."openinference.span.kind"',
-                                               '$."traceloop.span.kind"', '$."gen_ai.agent.name"']) AS ak
-    FROM spans sp JOIN _span_tree r USING (trace_id, span_id)
+                ELSE [] END AS exc
+    FROM _span_facts f JOIN _span_tree r ON r.trace_id = f.trace_id AND r.span_id = f.span_id
+    LEFT JOIN spans sp ON sp.trace_id = f.trace_id AND sp.span_id = f.span_id
 ),
 calls AS (  -- the window sorts the prompts' hashes, not the prompts (at 600k spans: -0.4 CPU s)
     SELECT rollout_id, trace_id, span_id, end_ns, tools,
@@ -51,14 +50,15 @@ tools AS (
     LEFT JOIN calls asker ON asker.trace_id = tc.trace_id AND asker.span_id = tc.llm_span_id
 ),
 span_rows AS (
-    SELECT s.* EXCLUDE (exc, ak),
+    SELECT s.* EXCLUDE (exc, v),
            t.span_id IS NOT NULL AND NOT t.is_handoff AS is_tool, coalesce(t.is_handoff, false) AS is_handoff,
            t.tool_name, t.arguments, t.result, t.error_type, t.llm_span_id,
            CASE WHEN NOT t.is_handoff
-                THEN coalesce(t.offered_schema, TRY_CAST(s.attributes->>'tool.parameters' AS JSON)) END AS tool_schema,
+                THEN coalesce(t.offered_schema, TRY_CAST(span_fact(s.v, 'tool.parameters') AS JSON)) END AS tool_schema,
            c.span_id IS NOT NULL AS is_llm_call,
            coalesce(c.retried, false) AS retried,
-           coalesce(s.ak[1] = 'invoke_agent' OR s.ak[2] = 'AGENT' OR s.ak[3] = 'agent' OR s.ak[4] IS NOT NULL,
+           coalesce(span_fact(s.v, 'gen_ai.operation.name') = 'invoke_agent' OR span_fact(s.v, 'openinference.span.kind') = 'AGENT'
+                    OR span_fact(s.v, 'traceloop.span.kind') = 'agent' OR span_fact(s.v, 'gen_ai.agent.name') IS NOT NULL,
                     false) AS is_agent,
            coalesce(len(s.exc) > 0, false) AS has_exception,
            spanrl_is_error(s.status_code) AS is_error,
