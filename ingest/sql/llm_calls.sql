@@ -21,39 +21,50 @@ WITH RECURSIVE conv AS MATERIALIZED (  -- every registered convention's rows (vi
                                      -- once per row that keeps them (at 600k spans: llm_calls 9.5 -> 8.3 CPU s)
     SELECT *, gen_random_uuid() AS conv_row FROM _llm_call_conventions
 ),
-member_spans AS (  -- the member spans' own columns and attribute values: span facts (span_facts.sql), so no
-                   -- attribute text (prompts and all) is read or parsed here (at 600k spans: -0.8 CPU s)
-    SELECT f.trace_id, f.span_id, f.parent_span_id, f.start_ns, f.end_ns, f.service_name, f.kind, f.status_code,
-           f.scope_name, f.res, f.v AS x,  -- read by name (call_attr)
-           contains(f.attr_keys, 'token_ids') OR has_attr(f.attr_keys, 'spanrl.response_logprobs') AS has_tokens
-    FROM _span_facts AS f SEMI JOIN conv AS c ON c.trace_id = f.trace_id AND c.span_id = f.span_id
+member_spans AS (  -- the member spans' own columns and call attributes: span facts (span_facts.sql), so no
+                   -- attribute text (prompts and all) is read or parsed here (at 600k spans: -0.8 CPU s); the
+                   -- attributes as scalars, not the facts' list, which a join carries at a higher cost
+    SELECT trace_id, span_id, parent_span_id, start_ns, end_ns, service_name, kind, status_code, scope_name, res,
+           coalesce(call_attr(x, 'gen_ai.provider.name'), call_attr(x, 'gen_ai.system'),
+                    call_attr(x, 'llm.provider'), call_attr(x, 'llm.system')) AS a_provider,
+           call_attr(x, 'gen_ai.request.model') AS a_request_model, call_attr(x, 'gen_ai.response.model') AS a_response_model,
+           json_extract_string(try_cast(call_attr(x, 'gen_ai.response.finish_reasons') AS JSON), '$[0]') AS a_finish,
+           coalesce(try_cast(call_attr(x, 'gen_ai.usage.input_tokens') AS BIGINT),
+                    try_cast(call_attr(x, 'gen_ai.usage.prompt_tokens') AS BIGINT)) AS a_input_tokens,
+           coalesce(try_cast(call_attr(x, 'gen_ai.usage.output_tokens') AS BIGINT),
+                    try_cast(call_attr(x, 'gen_ai.usage.completion_tokens') AS BIGINT)) AS a_output_tokens,
+           try_cast(call_attr(x, 'gen_ai.request.temperature') AS DOUBLE) AS a_temperature,
+           call_attr(x, 'gen_ai.response.id') AS a_response_id,
+           has_tokens
+    FROM (SELECT f.*, f.v AS x,
+                 contains(f.attr_keys, 'token_ids') OR has_attr(f.attr_keys, 'spanrl.response_logprobs') AS has_tokens
+          FROM _span_facts AS f SEMI JOIN conv AS c ON c.trace_id = f.trace_id AND c.span_id = f.span_id)
 ),
-token_spans AS (  -- the attributes of the member spans that carry token ids or log-probs (none: no scan)
-    SELECT s.trace_id, s.span_id, s.attributes AS token_attrs
-    FROM spans AS s SEMI JOIN (SELECT trace_id, span_id FROM member_spans WHERE has_tokens) AS t
-        ON t.trace_id = s.trace_id AND t.span_id = s.span_id
-),
-members AS (
+members AS (  -- token-id attributes read only for the member spans whose keys name them (none: no scan of spans)
     SELECT c.conv_row, c.trace_id, c.span_id, c.convention, c.priority, c.input_messages IS NULL AS no_messages,
            c.provider, c.model, c.finish_reason, c.input_tokens, c.output_tokens, c.temperature, c.response_id,
-           c.prompt_token_ids AS conv_prompt_ids, c.response_token_ids AS conv_response_ids,
-           s.parent_span_id, s.start_ns, s.end_ns, s.service_name, s.kind, s.status_code, s.scope_name, s.res, s.x,
-           t.token_attrs
+           c.prompt_token_ids AS conv_prompt_ids, c.response_token_ids AS conv_response_ids, s.* EXCLUDE (trace_id, span_id, has_tokens),
+           NULL::JSON AS token_attrs
     FROM conv AS c JOIN member_spans AS s ON s.trace_id = c.trace_id AND s.span_id = c.span_id
-    LEFT JOIN token_spans AS t ON t.trace_id = c.trace_id AND t.span_id = c.span_id
+    WHERE NOT s.has_tokens
+    UNION ALL
+    SELECT c.conv_row, c.trace_id, c.span_id, c.convention, c.priority, c.input_messages IS NULL AS no_messages,
+           c.provider, c.model, c.finish_reason, c.input_tokens, c.output_tokens, c.temperature, c.response_id,
+           c.prompt_token_ids AS conv_prompt_ids, c.response_token_ids AS conv_response_ids, s.* EXCLUDE (trace_id, span_id, has_tokens),
+           t.attributes AS token_attrs
+    FROM conv AS c JOIN member_spans AS s ON s.trace_id = c.trace_id AND s.span_id = c.span_id
+    JOIN spans AS t ON t.trace_id = c.trace_id AND t.span_id = c.span_id
+    WHERE s.has_tokens
 ),
 member_values AS (
     SELECT *,
-           coalesce(provider, call_attr(x, 'gen_ai.provider.name'), call_attr(x, 'gen_ai.system'),
-                    call_attr(x, 'llm.provider'), call_attr(x, 'llm.system')) AS m_provider,
-           coalesce(call_attr(x, 'gen_ai.request.model'), model, call_attr(x, 'gen_ai.response.model')) AS m_model,
-           coalesce(finish_reason, json_extract_string(try_cast(call_attr(x, 'gen_ai.response.finish_reasons') AS JSON), '$[0]')) AS m_finish,
-           coalesce(try_cast(call_attr(x, 'gen_ai.usage.input_tokens') AS BIGINT),
-                    try_cast(call_attr(x, 'gen_ai.usage.prompt_tokens') AS BIGINT), input_tokens) AS m_input_tokens,
-           coalesce(try_cast(call_attr(x, 'gen_ai.usage.output_tokens') AS BIGINT),
-                    try_cast(call_attr(x, 'gen_ai.usage.completion_tokens') AS BIGINT), output_tokens) AS m_output_tokens,
-           coalesce(try_cast(call_attr(x, 'gen_ai.request.temperature') AS DOUBLE), temperature) AS m_temperature,
-           coalesce(response_id, call_attr(x, 'gen_ai.response.id')) AS member_rid
+           coalesce(provider, a_provider) AS m_provider,
+           coalesce(a_request_model, model, a_response_model) AS m_model,
+           coalesce(finish_reason, a_finish) AS m_finish,
+           coalesce(a_input_tokens, input_tokens) AS m_input_tokens,
+           coalesce(a_output_tokens, output_tokens) AS m_output_tokens,
+           coalesce(a_temperature, temperature) AS m_temperature,
+           coalesce(response_id, a_response_id) AS member_rid
     FROM members
 ),
 span_keys AS (  -- per span: its response id (any member's) and the key it groups under
@@ -61,7 +72,8 @@ span_keys AS (  -- per span: its response id (any member's) and the key it group
     FROM (SELECT trace_id, span_id, max(member_rid) AS rid FROM member_values GROUP BY trace_id, span_id)
 ),
 grouped AS MATERIALIZED (
-    SELECT m.* EXCLUDE (x, member_rid), k.rid,
+    SELECT m.* EXCLUDE (a_provider, a_request_model, a_response_model, a_finish, a_input_tokens, a_output_tokens,
+                        a_temperature, a_response_id, member_rid), k.rid,
            CASE WHEN p.span_id IS NOT NULL AND (p.rid IS NULL OR k.rid IS NULL OR p.rid = k.rid) THEN p.own_key
                 ELSE k.own_key END AS call_key,
            {'no_messages': m.no_messages, 'server': m.kind = 'SERVER', 'priority': m.priority,

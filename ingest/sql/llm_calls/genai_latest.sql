@@ -10,9 +10,13 @@
 -- id): one row, from the span attributes (priority 1 before the events' 2).
 -- gen_ai.system_instructions becomes the first (system) message, unless the input messages already
 -- hold a system message with that text (OpenLIT writes the instructions in both places).
-WITH events AS (  -- span events named gen_ai.client.inference.operation.details (cheap test first)
-    SELECT trace_id, span_id, scope_name, unnest(json_extract(events, '$[*]')) AS e
-    FROM _llm_spans WHERE contains(events, 'gen_ai.client.inference.operation.details')
+WITH events AS (  -- span events named gen_ai.client.inference.operation.details, read on the spans whose facts
+                 -- (span_facts.sql) name one: without any, no scan of the spans
+    SELECT s.trace_id, s.span_id, s.scope_name, unnest(json_extract(s.events, '$[*]')) AS e
+    FROM _llm_spans AS s
+    SEMI JOIN (SELECT trace_id, span_id FROM _span_facts
+               WHERE list_contains(event_names, 'gen_ai.client.inference.operation.details')) AS f
+        ON f.trace_id = s.trace_id AND f.span_id = s.span_id
 ),
 src AS (  -- v: every attribute read below, from one parse of the attributes (read by name: latest_attr)
     SELECT trace_id, span_id, scope_name, 'span' AS origin, attr_values(attributes, latest_attribute_keys()) AS v
