@@ -26,7 +26,9 @@ from typing import Any
 from spanrl.layout import read_jsonl  # noqa: F401  (re-exported: the journals' reader, shared by all stages)
 from spanrl.publish import exclusive, fsync_path, write_text_atomic
 
-PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 20480"  # every lake file is written so
+# zstd at level 1, not its default 3: writing 600k spans takes 1.17-1.22 instead of 1.33-1.43 CPU s, for
+# 16 instead of 15 MB (one-off measurement, 2026-11-27)
+PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE 20480"  # every lake file is written so
 CRASH_ENV = "SPANRL_TEST_CRASH_AT"
 TABLES = ("spans", "logs")  # the date-partitioned lake tables housekeeping works on
 

@@ -46,7 +46,7 @@ BY_TRACE = ("llm_calls", "tool_calls", "coverage", "_traces", "_responses")
 # group (20480 rows) whose min/max statistics can hold the key instead of the whole table.
 ORDER = {"llm_calls": "start_ns, span_id", "tool_calls": "start_ns, span_id", "rewards": "rollout_id, ts_ns",
          "rollouts": "rollout_id"}
-PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 20480"
+PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE 20480"
 
 
 def tables_dir(data: Path | str) -> Path:
