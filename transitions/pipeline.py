@@ -51,7 +51,7 @@ STAGE2_STEPS: list[Step] = [
     Step("_rollout_status", ("spans", "_span_tree"), "rollouts/_rollout_status"),
     Step("_agent_repairs", ("_span_facts", "llm_calls"), "rollouts/_agent_repairs"),
     Step("_rollout_calls", ("llm_calls", "_span_tree", "_agent_repairs"), "rollouts/_rollout_calls", "view"),
-    Step("_rollout_tasks", ("_span_facts", "_span_tree", "_rollout_calls"), "rollouts/_rollout_tasks"),
+    Step("_rollout_tasks", ("_span_facts", "llm_calls", "_span_tree", "_rollout_calls"), "rollouts/_rollout_tasks"),
     # read by rewards and rollouts: as a view its scan of every span's text ran twice (a table: stage 2
     # -4% CPU at 60k spans, -3% at 600k, bench/stage2_repeat.py; _rollout_calls as a table copies every
     # prompt and lost 2% at 600k)
@@ -74,7 +74,7 @@ STAGE2_STEPS: list[Step] = [
 # per-rollout frame the credit SQL reads, the credit mode's SELECT (credit.credit_sql, generated,
 # advantage unset: the snapshot reader's) and ``transition_rows`` again, now over those rows.
 TRANSITION_STEPS: list[Step] = [
-    Step("transition_rows", ("rollouts", "_rollout_calls", "_rollout_status", "_air_hits"),
+    Step("transition_rows", ("rollouts", "llm_calls", "_rollout_calls", "_rollout_status", "_air_hits"),
          "snapshot/transition_base", "table"),
     Step("_rollout_adv", ("transition_rows",), "snapshot/_rollout_adv", "table"),
     Step("transitions", ("transition_rows", "_rollout_adv"), None, "table"),

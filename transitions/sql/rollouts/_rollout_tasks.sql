@@ -10,11 +10,14 @@ WITH keyed AS (  -- span facts (span attribute, else resource; span_facts.sql)
     FROM _span_facts f JOIN _span_tree r USING (trace_id, span_id)
     GROUP BY r.rollout_id
 ),
-first_call AS (  -- the first call (tree order) that can hold a user message; parsed once per rollout
-    SELECT rollout_id, arg_min(CAST(input_messages AS JSON), (order_path, span_id)) AS messages
-    FROM _rollout_calls
-    WHERE contains(CAST(input_messages AS VARCHAR), '"user"')
-    GROUP BY rollout_id
+first_call AS (  -- the first call (tree order) that can hold a user message, found on lean rows; its prompt
+                 -- read and parsed once per rollout
+    SELECT f.rollout_id, CAST(c.input_messages AS JSON) AS messages
+    FROM (SELECT rollout_id, arg_min({'t': trace_id, 's': span_id}, (order_path, span_id)) AS k
+          FROM _rollout_calls
+          WHERE contains(CAST(input_messages AS VARCHAR), '"user"')
+          GROUP BY rollout_id) AS f
+    JOIN llm_calls AS c ON c.trace_id = f.k.t AND c.span_id = f.k.s
 ),
 first_user AS (
     SELECT rollout_id,

@@ -5,8 +5,10 @@
 -- from `spanrl eval`) are not training data unless --include-eval. step counts the kept calls
 -- 0..n_steps-1 in span-tree order; step_reward sums the AIR rewards aimed at the call.
 -- Returns and advantages are added afterwards by advantages.sql (a separate, re-runnable step).
-WITH kept AS (
-    SELECT c.*, r.task_id, r.final_reward, st.source_files
+WITH kept AS (  -- the calls that become rows, on lean columns: the step numbering below sorts ids and tree
+                -- paths, and each row's prompt and response are read once, at the end (from llm_calls)
+    SELECT c.rollout_id, c.trace_id, c.span_id, c.order_path, c.start_ns, c.agent_name,
+           r.task_id, r.final_reward, st.source_files
     FROM _rollout_calls c
     JOIN rollouts r USING (rollout_id)
     JOIN _rollout_status st USING (rollout_id)
@@ -30,16 +32,16 @@ numbered AS (
 )
 SELECT
     CAST(NULL AS VARCHAR) AS snapshot_id,
-    n.rollout_id, n.task_id, n.trace_id, n.span_id, n.step, n.n_steps, n.agent_name, n.model,
-    CAST(n.input_messages AS VARCHAR) AS prompt_messages,
-    CAST(n.tools AS VARCHAR) AS tools,
-    CAST(n.output_message AS VARCHAR) AS response_message,
-    TRY_CAST(n.prompt_token_ids AS INTEGER[]) AS prompt_token_ids,
-    TRY_CAST(n.response_token_ids AS INTEGER[]) AS response_token_ids,
-    TRY_CAST(n.response_logprobs AS FLOAT[]) AS response_logprobs,
-    CASE WHEN n.response_token_ids IS NOT NULL AND len(TRY_CAST(n.response_token_ids AS INTEGER[])) > 0
+    n.rollout_id, n.task_id, n.trace_id, n.span_id, n.step, n.n_steps, n.agent_name, w.model,
+    CAST(w.input_messages AS VARCHAR) AS prompt_messages,
+    CAST(w.tools AS VARCHAR) AS tools,
+    CAST(w.output_message AS VARCHAR) AS response_message,
+    TRY_CAST(w.prompt_token_ids AS INTEGER[]) AS prompt_token_ids,
+    TRY_CAST(w.response_token_ids AS INTEGER[]) AS response_token_ids,
+    TRY_CAST(w.response_logprobs AS FLOAT[]) AS response_logprobs,
+    CASE WHEN w.response_token_ids IS NOT NULL AND len(TRY_CAST(w.response_token_ids AS INTEGER[])) > 0
          THEN 'engine' ELSE 'text' END AS token_source,
-    CAST(n.temperature AS DOUBLE) AS temperature,
+    CAST(w.temperature AS DOUBLE) AS temperature,
     CAST(n.final_reward AS DOUBLE) AS final_reward,
     coalesce(a.step_reward, 0.0) AS step_reward,
     CAST(NULL AS DOUBLE) AS "return",
@@ -47,5 +49,6 @@ SELECT
     n.step = n.n_steps - 1 AS is_last,
     n.source_files
 FROM numbered n
+JOIN llm_calls w ON w.trace_id = n.trace_id AND w.span_id = n.span_id
 LEFT JOIN air a ON a.rollout_id = n.rollout_id AND a.target_span_id = n.span_id
 ORDER BY n.rollout_id, n.step
