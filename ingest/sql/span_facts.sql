@@ -12,6 +12,9 @@
 --   res         hash(resource): which process (llm_calls.sql's twins)
 --   rv          the resource's values of resource_fact_keys() (resource_fact(rv, key))
 --   rollout_key, task_key  the values of --rollout-key / --task-key (span attribute, else resource)
+--   small, small_attributes, small_events  a span whose attribute and event texts both fit in 512 bytes (most
+--               spans but LLM calls) is kept whole: a step that needs a few spans whole (tool spans, reward
+--               spans) reads the small ones here and the lake only for the others (none: no scan)
 SELECT trace_id, span_id, parent_span_id, "name", kind, start_ns, end_ns, status_code, status_message, source_file,
        service_name,
        coalesce(scope_name, '') AS scope_name, hash(resource) AS res, v,
@@ -26,5 +29,9 @@ SELECT trace_id, span_id, parent_span_id, "name", kind, start_ns, end_ns, status
                           json_extract_string(resource, '$."' || getvariable('spanrl_rollout_key') || '"')) END AS rollout_key,
        CASE WHEN getvariable('spanrl_task_key') IS NOT NULL
             THEN coalesce(json_extract_string(attributes, '$."' || getvariable('spanrl_task_key') || '"'),
-                          json_extract_string(resource, '$."' || getvariable('spanrl_task_key') || '"')) END AS task_key
-FROM (SELECT *, attr_values(attributes, span_fact_keys()) AS v FROM spans)
+                          json_extract_string(resource, '$."' || getvariable('spanrl_task_key') || '"')) END AS task_key,
+       small, CASE WHEN small THEN attributes END AS small_attributes, CASE WHEN small THEN events END AS small_events
+FROM (SELECT *, attr_values(attributes, span_fact_keys()) AS v,
+             coalesce(strlen(CAST(attributes AS VARCHAR)), 0) <= 512
+                 AND coalesce(strlen(CAST(events AS VARCHAR)), 0) <= 512 AS small
+      FROM spans)

@@ -19,27 +19,37 @@ WITH calls AS MATERIALIZED (  -- one read of llm_calls; a message kept only wher
     FROM llm_calls
 ),
 facts AS (  -- what marks a tool span, from the span facts (span_facts.sql): no attribute text read
-    SELECT trace_id, span_id, v AS k,
-           coalesce(span_fact(v, 'gen_ai.operation.name') = 'execute_tool' OR starts_with("name", 'execute_tool ')
-                    OR span_fact(v, 'openinference.span.kind') = 'TOOL' OR span_fact(v, 'traceloop.span.kind') = 'tool'
-                    OR span_fact(v, 'langsmith.span.kind') = 'tool' OR "name" = 'ai.toolCall', false) AS is_tool,
-           has_attr(attr_keys, 'output.value') AS has_output
-    FROM _span_facts
-),
-marked AS MATERIALIZED (  -- tool spans, and spans that may hold an unparsed tool call (in output.value), read whole
     SELECT * FROM (
-        SELECT s.trace_id, s.span_id, s.start_ns, s.end_ns, s.status_code, s.status_message, s.events, s.attributes AS a,
-               s."name", f.k, f.is_tool,
+        SELECT trace_id, span_id, "name", start_ns, end_ns, status_code, status_message,
+               span_fact(v, 'openinference.span.kind') AS oi_kind,  -- a scalar: cheaper than v through the joins
+               small, small_attributes, small_events,
+               coalesce(span_fact(v, 'gen_ai.operation.name') = 'execute_tool' OR starts_with("name", 'execute_tool ')
+                        OR span_fact(v, 'openinference.span.kind') = 'TOOL' OR span_fact(v, 'traceloop.span.kind') = 'tool'
+                        OR span_fact(v, 'langsmith.span.kind') = 'tool' OR "name" = 'ai.toolCall', false) AS is_tool,
+               has_attr(attr_keys, 'output.value') AS has_output
+        FROM _span_facts)
+    WHERE is_tool OR has_output
+),
+whole AS (  -- their attribute and event text: kept in the facts for small spans, read from the lake for the others
+    SELECT trace_id, span_id, small_attributes AS attributes, small_events AS events FROM facts WHERE small
+    UNION ALL
+    SELECT s.trace_id, s.span_id, s.attributes, s.events
+    FROM spans AS s SEMI JOIN (SELECT trace_id, span_id FROM facts WHERE NOT small) AS b
+        ON b.trace_id = s.trace_id AND b.span_id = s.span_id
+),
+marked AS MATERIALIZED (  -- tool spans, and spans that may hold an unparsed tool call (in output.value), whole
+    SELECT * FROM (
+        SELECT f.trace_id, f.span_id, f.start_ns, f.end_ns, f.status_code, f.status_message, w.events, w.attributes AS a,
+               f."name", f.oi_kind, f.is_tool,
                -- the type value of a non-empty invalid_tool_calls list, quoted plain or inside a JSON string
-               f.has_output AND (contains(CAST(s.attributes AS VARCHAR), 'invalid_tool_call"')
-                                 OR contains(CAST(s.attributes AS VARCHAR), 'invalid_tool_call\"')) AS may_hold_invalid
-        FROM spans AS s JOIN facts AS f ON f.trace_id = s.trace_id AND f.span_id = s.span_id
-        WHERE f.is_tool OR f.has_output)
+               f.has_output AND (contains(CAST(w.attributes AS VARCHAR), 'invalid_tool_call"')
+                                 OR contains(CAST(w.attributes AS VARCHAR), 'invalid_tool_call\"')) AS may_hold_invalid
+        FROM facts AS f JOIN whole AS w ON w.trace_id = f.trace_id AND w.span_id = f.span_id)
     WHERE is_tool OR may_hold_invalid
 ),
 tool_spans AS (
     SELECT trace_id, span_id, start_ns, end_ns, status_code, status_message, events, a, "name",
-           span_fact(k, 'openinference.span.kind') = 'TOOL' AND json_extract_string(a, '$."tool.name"') IS NULL
+           oi_kind = 'TOOL' AND json_extract_string(a, '$."tool.name"') IS NULL
                AND ("name" = 'handoff' OR starts_with("name", 'handoff to ')) AS oi_handoff
     FROM marked
     WHERE is_tool

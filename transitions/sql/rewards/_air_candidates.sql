@@ -18,14 +18,20 @@ WITH s AS (  -- the spans' columns from their facts (span_facts.sql); attributes
             -- the rules that read them (a rule that does not costs no read of the attribute text)
     SELECT f.trace_id, f.span_id, nullif(f.parent_span_id, '') AS parent_span_id, f."name", f.kind,
            f.status_code, f.status_message, sp.attributes, sp.events, f.start_ns, f.end_ns,
-           r.rollout_id, f.v,
+           r.rollout_id, f.tool_parameters, f.agent_span,
            CASE WHEN list_contains(f.event_names, 'exception')  -- most spans have no exception
                 THEN list_filter(TRY_CAST(CAST(sp.events AS JSON) AS JSON[]),
                                  lambda e: e->>'name' = 'exception'
                                      AND NOT regexp_matches(coalesce(e->'attributes'->>'exception.type', ''),
                                                             '(^|\.)(GraphBubbleUp|GraphDrained|GraphInterrupt|NodeInterrupt|ParentCommand)$'))
                 ELSE [] END AS exc
-    FROM _span_facts f JOIN _span_tree r ON r.trace_id = f.trace_id AND r.span_id = f.span_id
+    FROM (SELECT trace_id, span_id, parent_span_id, "name", kind, status_code, status_message, start_ns, end_ns,
+                 event_names, span_fact(v, 'tool.parameters') AS tool_parameters,  -- scalars: cheaper to join than v
+                 coalesce(span_fact(v, 'gen_ai.operation.name') = 'invoke_agent' OR span_fact(v, 'openinference.span.kind') = 'AGENT'
+                          OR span_fact(v, 'traceloop.span.kind') = 'agent' OR span_fact(v, 'gen_ai.agent.name') IS NOT NULL,
+                          false) AS agent_span
+          FROM _span_facts) f
+    JOIN _span_tree r ON r.trace_id = f.trace_id AND r.span_id = f.span_id
     LEFT JOIN spans sp ON sp.trace_id = f.trace_id AND sp.span_id = f.span_id
 ),
 calls AS (  -- the window sorts the prompts' hashes, not the prompts (at 600k spans: -0.4 CPU s)
@@ -50,16 +56,14 @@ tools AS (
     LEFT JOIN calls asker ON asker.trace_id = tc.trace_id AND asker.span_id = tc.llm_span_id
 ),
 span_rows AS (
-    SELECT s.* EXCLUDE (exc, v),
+    SELECT s.* EXCLUDE (exc, tool_parameters, agent_span),
            t.span_id IS NOT NULL AND NOT t.is_handoff AS is_tool, coalesce(t.is_handoff, false) AS is_handoff,
            t.tool_name, t.arguments, t.result, t.error_type, t.llm_span_id,
            CASE WHEN NOT t.is_handoff
-                THEN coalesce(t.offered_schema, TRY_CAST(span_fact(s.v, 'tool.parameters') AS JSON)) END AS tool_schema,
+                THEN coalesce(t.offered_schema, TRY_CAST(s.tool_parameters AS JSON)) END AS tool_schema,
            c.span_id IS NOT NULL AS is_llm_call,
            coalesce(c.retried, false) AS retried,
-           coalesce(span_fact(s.v, 'gen_ai.operation.name') = 'invoke_agent' OR span_fact(s.v, 'openinference.span.kind') = 'AGENT'
-                    OR span_fact(s.v, 'traceloop.span.kind') = 'agent' OR span_fact(s.v, 'gen_ai.agent.name') IS NOT NULL,
-                    false) AS is_agent,
+           s.agent_span AS is_agent,
            coalesce(len(s.exc) > 0, false) AS has_exception,
            spanrl_is_error(s.status_code) AS is_error,
            coalesce(list_min(list_transform(s.exc, lambda e: spanrl_event_ns(e))), s.start_ns) AS anchor_ns

@@ -29,7 +29,8 @@ WITH keys AS (  -- --reward-key names (spanrl_reward_keys), minus the attributes
 ),
 hinted AS (  -- the reward styles a span may hold, told by its attribute keys and event names (span facts,
              -- span_facts.sql): no attribute text is read for the spans that hold none
-    SELECT f.trace_id, f.span_id,
+    SELECT f.trace_id, f.span_id, nullif(f.parent_span_id, '') AS parent_span_id, f."name", f.end_ns,
+           f.small, f.small_attributes, f.small_events,
            has_attr(f.attr_keys, 'spanrl.reward') AS f_spanrl,
            f."name" IN ('agentlightning.annotation', 'agentlightning.reward') AS f_agl,
            contains(f.attr_keys, chr(31) || 'evaluations.') AS f_oi,
@@ -39,17 +40,25 @@ hinted AS (  -- the reward styles a span may hold, told by its attribute keys an
            len(f.event_names) > 0 AS has_events
     FROM _span_facts f, keys
 ),
-s AS MATERIALIZED (  -- the candidate spans, read whole, with their rollout: every branch below reads only these
+candidates AS (
+    SELECT * FROM hinted WHERE f_spanrl OR f_agl OR f_oi OR f_eval OR f_agentops OR f_keys OR has_events
+),
+whole AS (  -- their attribute and event text: kept in the facts for small spans, read from the lake for the others
+    SELECT trace_id, span_id, small_attributes AS attributes, small_events AS events FROM candidates WHERE small
+    UNION ALL
+    SELECT sp.trace_id, sp.span_id, sp.attributes, sp.events
+    FROM spans sp SEMI JOIN (SELECT trace_id, span_id FROM candidates WHERE NOT small) b
+        ON b.trace_id = sp.trace_id AND b.span_id = sp.span_id
+),
+s AS MATERIALIZED (  -- the candidate spans, whole, with their rollout: every branch below reads only these
     SELECT * FROM (
-        SELECT h.* EXCLUDE (has_events), nullif(sp.parent_span_id, '') AS parent_span_id, sp."name", sp.attributes,
-               sp.events, sp.end_ns, r.rollout_id,
-               h.has_events AND (contains(CAST(sp.events AS VARCHAR), 'spanrl.reward')
-                                 OR contains(CAST(sp.events AS VARCHAR), 'gen_ai.evaluation.')
-                                 OR spanrl_may_hold_any(CAST(sp.events AS VARCHAR), keys.k)) AS f_events
-        FROM hinted h
+        SELECT h.* EXCLUDE (has_events, small, small_attributes, small_events), w.attributes, w.events, r.rollout_id,
+               h.has_events AND (contains(CAST(w.events AS VARCHAR), 'spanrl.reward')
+                                 OR contains(CAST(w.events AS VARCHAR), 'gen_ai.evaluation.')
+                                 OR spanrl_may_hold_any(CAST(w.events AS VARCHAR), keys.k)) AS f_events
+        FROM candidates h
         JOIN _span_tree r ON r.trace_id = h.trace_id AND r.span_id = h.span_id
-        JOIN spans sp ON sp.trace_id = h.trace_id AND sp.span_id = h.span_id, keys
-        WHERE h.f_spanrl OR h.f_agl OR h.f_oi OR h.f_eval OR h.f_agentops OR h.f_keys OR h.has_events)
+        JOIN whole w ON w.trace_id = h.trace_id AND w.span_id = h.span_id, keys)
     WHERE f_spanrl OR f_agl OR f_oi OR f_eval OR f_agentops OR f_keys OR f_events
 ),
 spanrl AS (

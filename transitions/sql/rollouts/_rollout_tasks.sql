@@ -3,11 +3,13 @@
 -- configured --task-key, else a hash of the rollout's first user message (first call in tree order).
 -- Also its purpose: spanrl.rollout.purpose (span or resource; `spanrl eval` sets 'eval'), NULL when untagged.
 WITH keyed AS (  -- span facts (span attribute, else resource; span_facts.sql)
-    SELECT r.rollout_id,
-           min(coalesce(span_fact(f.v, 'spanrl.task_id'), resource_fact(f.rv, 'spanrl.task_id'))) AS spanrl_task,
-           min(f.task_key) AS key_task,
-           min(coalesce(span_fact(f.v, 'spanrl.rollout.purpose'), resource_fact(f.rv, 'spanrl.rollout.purpose'))) AS purpose
-    FROM _span_facts f JOIN _span_tree r USING (trace_id, span_id)
+    SELECT r.rollout_id, min(f.spanrl_task) AS spanrl_task, min(f.key_task) AS key_task, min(f.purpose) AS purpose
+    FROM (SELECT trace_id, span_id,  -- scalars before the join (a list costs more to carry through it)
+                 coalesce(span_fact(v, 'spanrl.task_id'), resource_fact(rv, 'spanrl.task_id')) AS spanrl_task,
+                 task_key AS key_task,
+                 coalesce(span_fact(v, 'spanrl.rollout.purpose'), resource_fact(rv, 'spanrl.rollout.purpose')) AS purpose
+          FROM _span_facts) f
+    JOIN _span_tree r USING (trace_id, span_id)
     GROUP BY r.rollout_id
 ),
 first_call AS (  -- the first call (tree order) that can hold a user message, found on lean rows; its prompt
