@@ -21,6 +21,23 @@ WITH RECURSIVE conv AS MATERIALIZED (  -- every registered convention's rows (vi
                                      -- once per row that keeps them (at 600k spans: llm_calls 9.5 -> 8.3 CPU s)
     SELECT *, gen_random_uuid() AS conv_row FROM _llm_call_conventions
 ),
+tree AS (  -- the agent each span names: a span fact (span_facts.sql), no attribute text read here
+    SELECT s.trace_id, s.span_id, s.parent_span_id, s.agent
+    FROM _span_facts AS s SEMI JOIN conv AS c ON c.trace_id = s.trace_id
+),
+walk(trace_id, call_span_id, span_id, depth) AS (  -- up from every member span (a call's place is one of them)
+    SELECT DISTINCT trace_id, span_id, span_id, 0 FROM conv
+    UNION ALL
+    SELECT w.trace_id, w.call_span_id, t.parent_span_id, w.depth + 1
+    FROM walk AS w JOIN tree AS t ON t.trace_id = w.trace_id AND t.span_id = w.span_id
+    WHERE t.parent_span_id IS NOT NULL AND w.depth < 64
+),
+agents AS (  -- per member span, lean: joined before the wide columns are (not to the wide call rows at the end)
+    SELECT w.trace_id, w.call_span_id, arg_min(t.agent, w.depth) AS agent_name
+    FROM walk AS w JOIN tree AS t ON t.trace_id = w.trace_id AND t.span_id = w.span_id
+    WHERE t.agent IS NOT NULL
+    GROUP BY ALL
+),
 member_spans AS (  -- the member spans' own columns and call attributes: span facts (span_facts.sql), so no
                    -- attribute text (prompts and all) is read or parsed here (at 600k spans: -0.8 CPU s); the
                    -- attributes as scalars, not the facts' list, which a join carries at a higher cost
@@ -35,23 +52,23 @@ member_spans AS (  -- the member spans' own columns and call attributes: span fa
                     try_cast(call_attr(x, 'gen_ai.usage.completion_tokens') AS BIGINT)) AS a_output_tokens,
            try_cast(call_attr(x, 'gen_ai.request.temperature') AS DOUBLE) AS a_temperature,
            call_attr(x, 'gen_ai.response.id') AS a_response_id,
-           has_tokens
-    FROM (SELECT f.*, f.v AS x,
+           agent_name, has_tokens
+    FROM (SELECT f.*, f.v AS x, ag.agent_name,
                  contains(f.attr_keys, 'token_ids') OR has_attr(f.attr_keys, 'spanrl.response_logprobs') AS has_tokens
-          FROM _span_facts AS f SEMI JOIN conv AS c ON c.trace_id = f.trace_id AND c.span_id = f.span_id)
+          FROM _span_facts AS f SEMI JOIN conv AS c ON c.trace_id = f.trace_id AND c.span_id = f.span_id
+          LEFT JOIN agents AS ag ON ag.trace_id = f.trace_id AND ag.call_span_id = f.span_id)
 ),
 members AS (  -- token-id attributes read only for the member spans whose keys name them (none: no scan of spans)
     SELECT c.conv_row, c.trace_id, c.span_id, c.convention, c.priority, c.input_messages IS NULL AS no_messages,
            c.provider, c.model, c.finish_reason, c.input_tokens, c.output_tokens, c.temperature, c.response_id,
-           c.prompt_token_ids AS conv_prompt_ids, c.response_token_ids AS conv_response_ids, s.* EXCLUDE (trace_id, span_id, has_tokens),
+           s.* EXCLUDE (trace_id, span_id, has_tokens),  -- a mapping's own token ids: read from conv where kept
            NULL::JSON AS token_attrs
     FROM conv AS c JOIN member_spans AS s ON s.trace_id = c.trace_id AND s.span_id = c.span_id
     WHERE NOT s.has_tokens
     UNION ALL
     SELECT c.conv_row, c.trace_id, c.span_id, c.convention, c.priority, c.input_messages IS NULL AS no_messages,
            c.provider, c.model, c.finish_reason, c.input_tokens, c.output_tokens, c.temperature, c.response_id,
-           c.prompt_token_ids AS conv_prompt_ids, c.response_token_ids AS conv_response_ids, s.* EXCLUDE (trace_id, span_id, has_tokens),
-           t.attributes AS token_attrs
+           s.* EXCLUDE (trace_id, span_id, has_tokens), t.attributes AS token_attrs
     FROM conv AS c JOIN member_spans AS s ON s.trace_id = c.trace_id AND s.span_id = c.span_id
     JOIN spans AS t ON t.trace_id = c.trace_id AND t.span_id = c.span_id
     WHERE s.has_tokens
@@ -173,11 +190,11 @@ twins AS MATERIALIZED (  -- calls that join a cross-trace group: only groups in 
     WHERE ed.m = sz.n * (sz.n - 1) / 2
 ),
 single AS (  -- the common case, a call captured once: its member's row as it is (no aggregation of wide rows)
-    SELECT g.trace_id, g.span_id, g.parent_span_id, g.start_ns, g.end_ns, g.service_name, g.convention,
+    SELECT g.trace_id, g.span_id, g.parent_span_id, g.start_ns, g.end_ns, g.service_name, g.agent_name, g.convention,
            g.m_provider AS provider, g.m_model AS model, wc.input_messages, wc.output_message, wc.tools,
            g.m_finish AS finish_reason, g.m_input_tokens AS input_tokens, g.m_output_tokens AS output_tokens,
-           coalesce(g.conv_prompt_ids, attr_int_list(g.token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids')) AS prompt_token_ids,
-           coalesce(g.conv_response_ids, attr_int_list(g.token_attrs, 'spanrl.response_token_ids', 'response_token_ids')) AS response_token_ids,
+           coalesce(wc.prompt_token_ids, attr_int_list(g.token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids')) AS prompt_token_ids,
+           coalesce(wc.response_token_ids, attr_int_list(g.token_attrs, 'spanrl.response_token_ids', 'response_token_ids')) AS response_token_ids,
            try_cast(json_or_text(json_extract(g.token_attrs, '$."spanrl.response_logprobs"')) AS FLOAT[]) AS response_logprobs,
            g.m_temperature AS temperature, g.rid AS response_id, g.status_code,
            []::STRUCT(trace_id VARCHAR, span_id VARCHAR)[] AS merged_spans
@@ -186,7 +203,8 @@ single AS (  -- the common case, a call captured once: its member's row as it is
     WHERE z.n = 1 AND NOT EXISTS (SELECT 1 FROM twins AS w WHERE w.trace_id = g.trace_id AND w.call_key = g.call_key)
 ),
 multi_members AS (  -- members of calls seen twice or more, with the group they form
-    SELECT g.*, wc.input_messages, wc.output_message, wc.tools, coalesce(w.gk, g.trace_id || chr(31) || g.call_key) AS gkey,
+    SELECT g.*, wc.input_messages, wc.output_message, wc.tools, wc.prompt_token_ids AS conv_prompt_ids,
+           wc.response_token_ids AS conv_response_ids, coalesce(w.gk, g.trace_id || chr(31) || g.call_key) AS gkey,
            -- where the row sits: a twin inside a trace's tree over a twin whose spans are a trace of their
            -- own (one of them a root: several client instrumentations nest their spans under the first)
            {'lone': w.gk IS NOT NULL AND bool_or(coalesce(g.parent_span_id, '') = '') OVER (PARTITION BY g.trace_id, g.call_key),
@@ -207,6 +225,7 @@ multi AS (  -- a call seen twice or more: the best-ranked member, filled in from
            arg_min(start_ns, place_key) AS start_ns,
            arg_min(end_ns, place_key) AS end_ns,
            arg_min(service_name, place_key) AS service_name,
+           arg_min_null(agent_name, place_key) AS agent_name,  -- the agent of the span the row sits on (NULL too)
            arg_min(convention, rank_key) AS convention,
            coalesce(arg_min(m_provider, rank_key), any_value(m_provider)) AS provider,
            coalesce(arg_min(m_model, rank_key), any_value(m_model)) AS model,
@@ -274,29 +293,11 @@ restored AS (
                      AS src_of
           FROM orphans AS o JOIN restore_from AS r ON r.trace_id = o.trace_id AND r.span_id = o.span_id
           GROUP BY ALL)
-),
-tree AS (  -- the agent each span names: a span fact (span_facts.sql), no attribute text read here
-    SELECT s.trace_id, s.span_id, s.parent_span_id, s.agent
-    FROM _span_facts AS s SEMI JOIN calls AS c ON c.trace_id = s.trace_id
-),
-walk(trace_id, call_span_id, span_id, depth) AS (
-    SELECT trace_id, span_id, span_id, 0 FROM calls
-    UNION ALL
-    SELECT w.trace_id, w.call_span_id, t.parent_span_id, w.depth + 1
-    FROM walk AS w JOIN tree AS t ON t.trace_id = w.trace_id AND t.span_id = w.span_id
-    WHERE t.parent_span_id IS NOT NULL AND w.depth < 64
-),
-agents AS (
-    SELECT w.trace_id, w.call_span_id, arg_min(t.agent, w.depth) AS agent_name
-    FROM walk AS w JOIN tree AS t ON t.trace_id = w.trace_id AND t.span_id = w.span_id
-    WHERE t.agent IS NOT NULL
-    GROUP BY ALL
 )
-SELECT c.trace_id, c.span_id, c.parent_span_id, c.start_ns, c.end_ns, c.service_name, ag.agent_name, c.convention,
+SELECT c.trace_id, c.span_id, c.parent_span_id, c.start_ns, c.end_ns, c.service_name, c.agent_name, c.convention,
        c.provider, c.model, coalesce(r.input_messages, c.input_messages) AS input_messages, c.output_message, c.tools,
        c.finish_reason, c.input_tokens, c.output_tokens, c.prompt_token_ids, c.response_token_ids, c.response_logprobs,
        c.temperature, c.response_id, c.status_code, coalesce(r.restored_messages, 0)::INTEGER AS restored_messages,
        c.merged_spans
 FROM calls AS c
-LEFT JOIN agents AS ag ON ag.trace_id = c.trace_id AND ag.call_span_id = c.span_id
 LEFT JOIN restored AS r ON r.trace_id = c.trace_id AND r.span_id = c.span_id
