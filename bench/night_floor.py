@@ -44,6 +44,16 @@ sys.path.insert(0, str(HERE.parent))
 
 # The floor chain: llm_calls rows -> transition rows -> one digest per rollout. Kept here, next to
 # the code that runs it, because it is a measuring stick and not part of spanrl.
+# genai_latest.sql picks the spans whose events it reads from spanrl's span facts (ingest/sql/span_facts.sql);
+# the floor has no facts pass, so this view answers that one question with the substring test the
+# convention made itself before the facts existed
+FLOOR_SPAN_EVENTS = """
+CREATE VIEW _span_facts AS
+SELECT trace_id, span_id,
+       CASE WHEN contains(events, 'gen_ai.client.inference.operation.details')
+            THEN ['gen_ai.client.inference.operation.details'] ELSE [] END AS event_names
+FROM spans
+"""
 FLOOR_CALLS_CONVERTED = """
 CREATE TEMP TABLE llm_calls AS
 SELECT c.*, s.start_ns, s.parent_span_id
@@ -101,6 +111,7 @@ def floor_run(out: Path, files: list[str], convert: bool) -> None:
     if convert:
         con.execute(read_sql("llm_macros"))
         con.execute(f"CREATE VIEW _llm_spans AS {read_sql('llm_spans')}")
+        con.execute(FLOOR_SPAN_EVENTS)
         con.execute(FLOOR_CALLS_CONVERTED.format(calls=read_sql("llm_calls/genai_latest")))
     else:
         con.execute(FLOOR_CALLS_EXTRACTED)
