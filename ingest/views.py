@@ -220,11 +220,10 @@ def register_call_views(con: duckdb.DuckDBPyConnection, data: Path, call_views: 
         register_view(con, name)
 
 
-def register_span_facts(con: duckdb.DuckDBPyConnection, kind: str = "VIEW") -> None:
-    """``_span_facts`` (span_facts.sql: every span's narrow facts, from one parse of its attributes)
-    over ``spans``: a view, or a temp TABLE (the snapshot builder, once per build)."""
-    temp = "TEMP " if kind == "TABLE" else ""
-    con.execute(f"CREATE OR REPLACE {temp}{kind} _span_facts AS {read_sql('span_facts')}")
+def register_span_facts(con: duckdb.DuckDBPyConnection) -> None:
+    """``_span_facts`` (span_facts.sql: every span's narrow facts, from one parse of its attributes) as a
+    view over ``spans`` (the snapshot builder makes it a temp table: ``ingest.lake.CALL_RELATIONS``)."""
+    con.execute(f"CREATE OR REPLACE VIEW _span_facts AS {read_sql('span_facts')}")
 
 
 def mapped_conventions(data: Path, config_file: Path | None = None) -> list[dict]:
@@ -258,11 +257,12 @@ def register_conventions(con: duckdb.DuckDBPyConnection, mapped: list[dict] | No
     ``llm_calls.sql`` reads. The stack is built from the registry, so a registered convention is
     never left out; with ``probe`` (the snapshot builder, over the spans it is about to read) a
     built-in convention whose ``CONVENTION_PROBES`` test no span passes is left out, since it would
-    give no row. Returns the stacked views."""
+    give no row: the probes read ``_span_facts``, registered here as a view when ``con`` has none.
+    Returns the stacked views."""
     register_py_literal_json(con)  # litellm.sql reads Python-literal attribute values
     if probe and "_span_facts" not in {r[0] for r in con.execute(
             "SELECT table_name FROM information_schema.tables").fetchall()}:
-        register_span_facts(con)  # what the probes read
+        register_span_facts(con)  # what the probes read, on a connection that has none yet
     con.execute(f"CREATE OR REPLACE VIEW _llm_spans AS {read_sql('llm_spans')}")
     for conv in LLM_CONVENTIONS:
         if not sql_exists(f"llm_calls/{conv}"):
@@ -281,7 +281,7 @@ def register_conventions(con: duckdb.DuckDBPyConnection, mapped: list[dict] | No
 
 def present_conventions(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The registered conventions whose probe (``CONVENTION_PROBES``) some span or log record on
-    ``con`` passes, in registry order: one scan over ``spans`` (and one over ``logs``)."""
+    ``con`` passes, in registry order: one scan over ``_span_facts`` (and one over ``logs``)."""
     on_spans = {c: p[0] for c, p in CONVENTION_PROBES.items()}
     on_logs = {c: p[1] for c, p in CONVENTION_PROBES.items() if p[1]}
     hits = _passing(con, "_span_facts", on_spans) | _passing(con, "logs", on_logs)
