@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import resource
 import shutil
 import subprocess
@@ -154,6 +155,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rollouts", type=int, default=10_000)
     p.add_argument("--top", type=int, default=20, help="statements listed")
+    p.add_argument("--dump", type=Path, default=None,
+                   help="also write every statement (start, end, CPU s, minor faults, purpose, SQL) as JSON lines")
     args = p.parse_args()
     root = Path(tempfile.mkdtemp(prefix="night-profile-"))
     data = root / "data"
@@ -182,6 +185,11 @@ def main() -> None:
     print("\nattribute passes (the lake after both nights):")
     attribute_passes(str(data / "lake" / "spans" / "*" / "*.parquet"))
     shutil.rmtree(root, ignore_errors=True)
+    if args.dump:
+        with open(args.dump, "w") as fh:
+            for a, b, q, c, f in log:
+                fh.write(json.dumps({"start": a - t_run, "wall": b - a, "cpu": c, "faults": f,
+                                     "purpose": purpose(q), "sql": q}) + "\n")
     in_sql = sum(e[1] - e[0] for e in log)
     cpu_sql = sum(e[3] for e in log)
     by_statement: dict[str, list[float]] = {}

@@ -13,6 +13,7 @@ neither is a root span, its own one-call rollout, counted in ``unattributed``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
@@ -209,6 +210,7 @@ class Gateway:
         out = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await out.prepare(request)
         acc = Accumulator()
+        client_gone = False
         async for line in resp.content:
             if line.startswith(b"data:") and line[5:].strip() not in (b"", b"[DONE]"):
                 try:
@@ -219,9 +221,15 @@ class Gateway:
                     acc.add(chunk)
                     if not asked:
                         line = b"data: " + json.dumps(strip_extras(chunk), ensure_ascii=False).encode() + b"\n"
-            await out.write(line)
-        await out.write_eof()
+            if not client_gone:
+                try:
+                    await out.write(line)
+                except ConnectionResetError:  # the client stopped reading (an SDK closes after [DONE]):
+                    client_gone = True        # the upstream's answer is still read and recorded whole
         self._record(span, acc.response())
+        if not client_gone:
+            with contextlib.suppress(ConnectionResetError):
+                await out.write_eof()
         return out
 
     def _record(self, span: Any, data: dict[str, Any]) -> None:

@@ -15,7 +15,6 @@ import math
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 SCALARS = ("stringValue", "boolValue", "doubleValue", "bytesValue")
 
@@ -43,7 +42,9 @@ def plain(v: Any) -> Any:
     return v
 
 
-def _convert(values: pa.Array) -> pa.Array:
+def _convert(values: Any) -> Any:  # pyarrow Arrays (not annotated as such: DuckDB evaluates the annotations)
+    import pyarrow as pa
+
     out = []
     for text in values.to_pylist():
         out.append(None if text is None else json.dumps(plain(json.loads(text)), ensure_ascii=False,

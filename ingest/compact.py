@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow.parquet as pq
 
 from spanrl.errors import InputError
 from spanrl.ingest.lakeio import (
@@ -117,6 +116,8 @@ def plan_compaction(lake: Path, min_files: int) -> tuple[list[Partition], list[s
     """The partitions to rewrite, and one line per partition left alone because its files do not
     share one schema (files written by different spanrl versions: merging them would change the
     columns, which compaction never does)."""
+    import pyarrow.parquet as pq  # here, not at the top: every ingest imports this module (its intent file)
+
     plan: list[Partition] = []
     skipped: list[str] = []
     for table in TABLES:
@@ -147,6 +148,8 @@ def _connect(lake: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
 
 def compact_partition(con: duckdb.DuckDBPyConnection, lake: Path, part: Partition) -> Compacted:
     """Steps 1-5 of the module docstring for one partition."""
+    import pyarrow.parquet as pq
+
     token = uuid.uuid4()
     tmp = part.folder / f".compact-{token}.parquet.tmp"
     final = part.folder / f"part-{token}.parquet"

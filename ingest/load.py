@@ -18,17 +18,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from spanrl.ingest.anyvalue import register_any_json
 from spanrl.ingest.config import LakeConfig, describe_config_file
-from spanrl.ingest.decode import decode_to_json_lines
+from spanrl.ingest.decode import decode_to_json_lines, split_lines
 from spanrl.ingest.housekeeping import finish_interrupted
 from spanrl.ingest.lakeio import PARQUET_OPTIONS, lake_lock  # lake_lock: imported from here by later stages
 from spanrl.ingest.objects import is_object_url, plan_objects
 from spanrl.ingest.scan import (
-    REJECTS_SCHEMA,
+    REJECTS_COLUMNS,
     FileStateError,
     Reject,
     SpanFile,
@@ -40,12 +38,14 @@ from spanrl.ingest.scan import (
     read_file_state,
     set_aside_file_state,
     write_file_state,
+    write_rows,
 )
 from spanrl.ingest.views import read_sql, render_sql, sql_literal
 
 SLOW_CHUNK_BYTES = 64 << 20
 # read_ndjson's maximum_object_size (per-thread buffers; lines up to ~2x): 16 MiB, 64 MiB for a longer line
 FAST_OBJECT_SIZES = (16 << 20, 64 << 20)  # 16 MiB: a 60k-span night peaks 200 MB lower than at 32 MiB
+PIECE_BYTES = 8 << 20  # decode.split_lines: a file over two of these is read as line-aligned pieces
 
 
 @dataclass
@@ -93,14 +93,16 @@ def _count(con: duckdb.DuckDBPyConnection, folder: Path) -> int:
     return con.execute(f"SELECT count(*) FROM read_parquet({glob})").fetchone()[0] if any(folder.glob("*/*.parquet")) else 0
 
 
-def load_fast(con: duckdb.DuckDBPyConnection, item: SpanFile, src: Path, out: Path, params: dict) -> bool:
+def load_fast(con: duckdb.DuckDBPyConnection, item: SpanFile, src: Path, out: Path, params: dict, work: Path) -> bool:
     """read_ndjson -> staged Parquet in one COPY (FAST_OBJECT_SIZES: small buffers unless a line needs
-    more). False when the file needs the line-numbered path (a bad line: its rows have no date)."""
+    more; a big file as pieces in ``work``). False when the file needs the line-numbered path (a bad
+    line: its rows have no date)."""
+    pieces = [str(p) for p in split_lines(src, work, PIECE_BYTES)]
     table = "logs" if item.signal == "logs" else "spans"
     view = "log_batches_ndjson" if table == "logs" else "trace_batches_ndjson"
     for size in FAST_OBJECT_SIZES:
         try:
-            con.execute(render_sql(view, src=str(src), source_file=str(item.path), max_object_size=size))
+            con.execute(render_sql(view, src=pieces, source_file=str(item.path), max_object_size=size))
             _copy(con, f"SELECT * EXCLUDE (line_no) FROM ({read_sql(table + '_load')})", out / table, params)
             break
         except duckdb.Error as exc:
@@ -180,7 +182,7 @@ def stage_file(con: duckdb.DuckDBPyConnection, item: SpanFile, fd: int, out: Pat
         return 0, 0
     work.mkdir(parents=True, exist_ok=True)
     src = decode_to_json_lines(item, fd, work / "decoded.jsonl")
-    if src.exists() and src.stat().st_size and not load_fast(con, item, src, out, params):
+    if src.exists() and src.stat().st_size and not load_fast(con, item, src, out, params, work):
         try:
             load_slow(con, item, src, out, params, work)
         except duckdb.Error as exc:  # e.g. not UTF-8 text at all: the whole file is one reject
@@ -234,13 +236,10 @@ def publish(staging: Path, lake: Path) -> None:
 
 
 def write_rejects(lake: Path, run_id: str, rejects: list[Reject], now: datetime) -> None:
-    if not rejects:
-        return
-    folder = lake / "_rejects"
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = [{"file": r.file, "line": r.line, "error": r.error, "excerpt": r.excerpt, "run_id": run_id,
-             "ingested_at": now} for r in rejects]
-    pq.write_table(pa.Table.from_pylist(rows, schema=REJECTS_SCHEMA), folder / f"{run_id}.parquet")
+    if rejects:
+        (lake / "_rejects").mkdir(parents=True, exist_ok=True)
+        write_rows(lake / "_rejects" / f"{run_id}.parquet", [{**r.__dict__, "run_id": run_id, "ingested_at": now}
+                                                             for r in rejects], REJECTS_COLUMNS)
 
 
 def recover_file_state(lake: Path, warnings: list[str]) -> dict[str, dict]:

@@ -16,7 +16,6 @@ import json
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 
 def _one(text: str | None) -> str | None:
@@ -35,7 +34,9 @@ def _one(text: str | None) -> str | None:
         return None
 
 
-def _convert(values: pa.Array) -> pa.Array:
+def _convert(values: Any) -> Any:  # pyarrow Arrays (not annotated as such: DuckDB evaluates the annotations)
+    import pyarrow as pa
+
     return pa.array([_one(t) for t in values.to_pylist()], pa.string())
 
 

@@ -27,8 +27,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from spanrl.errors import InputError
 from spanrl.sqlfiles import sql_literal
@@ -43,13 +41,37 @@ _ROTATED = re.compile(r"-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?(?:-[a-z]+
 # bytes that may precede a JSON line without making it bad (a BOM, power-cut NULs, blanks)
 _LINE_PADDING = b"\xef\xbb\xbf \t\r\x00"
 
-FILES_SCHEMA = pa.schema([
-    ("path", pa.string()), ("size", pa.int64()), ("fingerprint", pa.string()), ("fp_len", pa.int64()),
-    ("format", pa.string()), ("signal", pa.string()), ("active", pa.bool_()), ("offset", pa.int64()),
-    ("rows", pa.int64()), ("rejects", pa.int64()), ("status", pa.string()), ("ingested_at", pa.timestamp("us")),
-])
-REJECTS_SCHEMA = pa.schema([("file", pa.string()), ("line", pa.int64()), ("error", pa.string()),
-                            ("excerpt", pa.string()), ("run_id", pa.string()), ("ingested_at", pa.timestamp("us"))])
+# The lake's two bookkeeping tables, as DuckDB column types: read and written by DuckDB, so stage 1
+# never imports pyarrow (its import is a third of a small night's fixed cost).
+FILES_COLUMNS = {
+    "path": "VARCHAR", "size": "BIGINT", "fingerprint": "VARCHAR", "fp_len": "BIGINT", "format": "VARCHAR",
+    "signal": "VARCHAR", "active": "BOOLEAN", "offset": "BIGINT", "rows": "BIGINT", "rejects": "BIGINT",
+    "status": "VARCHAR", "ingested_at": "TIMESTAMP",
+}
+REJECTS_COLUMNS = {"file": "VARCHAR", "line": "BIGINT", "error": "VARCHAR", "excerpt": "VARCHAR", "run_id": "VARCHAR",
+                   "ingested_at": "TIMESTAMP"}
+
+
+def empty_rows_sql(columns: dict[str, str]) -> str:
+    """A query of no rows with these columns (what a view shows before the first file exists)."""
+    return "SELECT " + ", ".join(f'NULL::{t} AS "{c}"' for c, t in columns.items()) + " LIMIT 0"
+
+
+def write_rows(path: Path, rows: list[dict], columns: dict[str, str]) -> None:
+    """``rows`` (dicts with these keys) as one zstd Parquet file, written by DuckDB from one typed list
+    parameter. Aware datetimes are stored as naive UTC, whatever the session's time zone."""
+    struct = "STRUCT(" + ", ".join(f'"{c}" {t}' for c, t in columns.items()) + ")"
+    plain = [{c: _utc(r.get(c)) for c in columns} for r in rows]
+    con = duckdb.connect()
+    try:
+        con.execute(f"COPY (SELECT unnest($rows::{struct}[], recursive := true)) TO {sql_literal(str(path))} "
+                    "(FORMAT parquet, COMPRESSION zstd)", {"rows": plain})
+    finally:
+        con.close()
+
+
+def _utc(v: object) -> object:
+    return v.astimezone(UTC).replace(tzinfo=None) if isinstance(v, datetime) and v.tzinfo is not None else v
 
 
 @dataclass
@@ -163,30 +185,26 @@ def read_file_state(lake: Path) -> dict[str, dict]:
     path = lake / "_files.parquet"
     if not path.exists():
         return {}
+    con = duckdb.connect()
     try:
-        table = pq.ParquetFile(path).read()  # not pq.read_table: that imports pyarrow.dataset, and pandas (0.25 s)
-    except (OSError, pa.ArrowException) as exc:
-        raise FileStateError(f"{path}: unreadable ({exc})") from None
-    missing = set(FILES_SCHEMA.names) - set(table.column_names)
-    if missing:
-        raise FileStateError(f"{path}: not the lake manifest (no column {', '.join(sorted(missing))})")
-    return {r["path"]: r for r in table.select(FILES_SCHEMA.names).to_pylist()}
+        cur = con.execute(f"SELECT * FROM read_parquet({sql_literal(str(path))})")
+        names = [d[0] for d in cur.description]
+        missing = set(FILES_COLUMNS) - set(names)
+        if missing:
+            raise FileStateError(f"{path}: not the lake manifest (no column {', '.join(sorted(missing))})")
+        rows = [dict(zip(names, values, strict=True)) for values in cur.fetchall()]
+    except duckdb.Error as exc:
+        raise FileStateError(f"{path}: unreadable ({str(exc).splitlines()[0]})") from None
+    finally:
+        con.close()
+    return {r["path"]: {c: r[c] for c in FILES_COLUMNS} for r in rows}
 
 
 def write_file_state(lake: Path, records: dict[str, dict]) -> None:
-    """Rewritten whole (it is one row per file) into a temp file, then renamed into place.
-
-    Written by DuckDB from the records as one typed list parameter: pyarrow's conversion of Python
-    values imports pandas, 0.25 s of every nightly run."""
+    """Rewritten whole (it is one row per file) into a temp file, then renamed into place."""
     lake.mkdir(parents=True, exist_ok=True)
-    rows = [{k: r.get(k) for k in FILES_SCHEMA.names} for r in sorted(records.values(), key=lambda r: r["path"])]
     tmp = lake / "_files.parquet.tmp"
-    con = duckdb.connect()
-    try:
-        con.execute(f"COPY (SELECT unnest($rows::{_FILES_STRUCT}[], recursive := true)) TO {sql_literal(str(tmp))} "
-                     "(FORMAT parquet, COMPRESSION zstd)", {"rows": rows})
-    finally:
-        con.close()
+    write_rows(tmp, sorted(records.values(), key=lambda r: r["path"]), FILES_COLUMNS)
     tmp.replace(lake / "_files.parquet")
 
 
@@ -202,10 +220,6 @@ def set_aside_file_state(lake: Path) -> Path:
     aside = lake / f"_files.parquet.corrupt-{datetime.now(UTC):%Y%m%dT%H%M%S}"
     (lake / "_files.parquet").replace(aside)
     return aside
-
-
-_DUCKDB_TYPES = {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN", pa.timestamp("us"): "TIMESTAMP"}
-_FILES_STRUCT = "STRUCT(" + ", ".join(f'"{f.name}" {_DUCKDB_TYPES[f.type]}' for f in FILES_SCHEMA) + ")"
 
 
 def _resume_point(path: Path, fd: int, size: int, state: dict[str, dict]) -> dict | None:

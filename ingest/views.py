@@ -12,15 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
 
 from spanrl.config import find_config_file
 from spanrl.ingest.mapped import load_mapped_conventions, register_mapped
 from spanrl.ingest.pyliteral import register_py_literal_json
-from spanrl.ingest.scan import FILES_SCHEMA, REJECTS_SCHEMA, file_state_path
+from spanrl.ingest.scan import FILES_COLUMNS, REJECTS_COLUMNS, empty_rows_sql, file_state_path
 from spanrl.sqlfiles import NO_AUTO_CHECKPOINT, SqlFiles, sql_literal
 
-if TYPE_CHECKING:  # pyarrow.dataset imports pandas (0.25 s): only the guarded connection needs it
+if TYPE_CHECKING:  # pyarrow (0.4 s with .dataset, which imports pandas): only the guarded connection needs it
     import pyarrow.dataset as ds
 
 # Registration order matters: later views read earlier ones.
@@ -148,16 +147,19 @@ def open_guarded(data: Path) -> duckdb.DuckDBPyConnection:
             con.execute(read_sql(f"{table}_empty"))
         else:
             register_dataset(con, table, lambda ext, t=table: _lake_dataset(lake / t, hive=True, json_ext=ext))
-    extras = {"rejects": (lake / "_rejects", REJECTS_SCHEMA), "span_files": (file_state_path(lake), FILES_SCHEMA)}
-    for name, (path, schema) in extras.items():
-        has_files = path.is_file() or (path.is_dir() and any(path.glob("*.parquet")))
-        con.register(name, _lake_dataset(path, hive=False) if has_files else schema.empty_table())
+    extras = {"rejects": (lake / "_rejects", REJECTS_COLUMNS), "span_files": (file_state_path(lake), FILES_COLUMNS)}
+    for name, (path, columns) in extras.items():
+        if path.is_file() or (path.is_dir() and any(path.glob("*.parquet"))):
+            con.register(name, _lake_dataset(path, hive=False))
+        else:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS {empty_rows_sql(columns)}")
     return con
 
 
 def parquet_dataset(path: Path | list[Path], json_ext: bool = True) -> ds.Dataset:
     """One Parquet file, a folder of them, or a list of files (one table stored in several segments)
     as a lazy dataset a guarded connection can register; a list gets the union of its schemas."""
+    import pyarrow as pa
     import pyarrow.dataset as ds
 
     if isinstance(path, list):
@@ -178,6 +180,7 @@ def _parquet_format(json_ext: bool) -> ds.ParquetFileFormat:
 def _lake_dataset(path: Path, hive: bool, json_ext: bool = True) -> ds.Dataset:
     """A lazy pyarrow dataset over lake Parquet: with ``json_ext`` JSON columns carry Arrow's JSON
     extension type (``register_dataset`` uses it to find them); ``date=...`` folders become a DATE column."""
+    import pyarrow as pa
     import pyarrow.dataset as ds
 
     fmt = _parquet_format(json_ext)

@@ -30,3 +30,32 @@ def test_short_help_lines_match_the_commands() -> None:
     assert set(SHORT_HELP) == set(COMMANDS) | {"ingest"}
     for name in SHORT_HELP:
         assert cli.get_command(ctx, name).get_short_help_str(1000) == SHORT_HELP[name], name
+
+
+def test_ingest_imports_no_pyarrow(tmp_path) -> None:
+    """`spanrl ingest` (stage 1, stage 2, a snapshot) reads and writes with DuckDB alone: pyarrow costs
+    a small night 0.1-0.4 s of CPU and 40-100 MB of memory just to import (issue 28). numpy is left
+    out of the check: DuckDB's create_function imports it (stage 1 registers otlp_any_json). Checked
+    by sys.modules after a run that writes a snapshot, in a fresh interpreter."""
+    import json
+
+    from tests.ingest.otlp_lines import new_span_id, new_trace_id, span, trace_line, write_lines
+
+    lines = []
+    for i in range(3):
+        tid, root, chat = new_trace_id(), new_span_id(), new_span_id()
+        lines.append(trace_line([
+            span("invoke_agent a", tid, root, attrs={"gen_ai.agent.name": "a", "spanrl.reward": 1.0 * i}),
+            span("chat m", tid, chat, parent=root, kind=3, attrs={
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
+                "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "q"}]}]),
+                "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "a"}],
+                                                       "finish_reason": "stop"}])}),
+        ]))
+    write_lines(tmp_path / "otel" / "traces-2026-01-01T00-00-00.000.jsonl", lines)
+    code = ("import sys; from spanrl.cli import cli\n"
+            f"cli(['ingest', '--data', {str(tmp_path)!r}, '--settle', '0s'], standalone_mode=False)\n"
+            "print('MODULES', ','.join(m for m in ('pyarrow', 'pandas') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert (tmp_path / "transitions" / "LATEST").is_file(), out.stdout + out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "MODULES", f"spanrl ingest imported {out.stdout.splitlines()[-1]}"

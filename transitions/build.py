@@ -40,9 +40,8 @@ from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.credit import (
     ADVANTAGE_COLUMNS,
     EPS,
+    builder_transitions_sql,
     create_rollout_advantages,
-    credit_params,
-    credit_sql,
 )
 from spanrl.transitions.incremental import (
     MAX_CLOSURE_ROUNDS,
@@ -231,9 +230,8 @@ def _compute(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan
         if plan.full or joined_older(con) == 0:
             break
     plan.traces = one(con, f"SELECT count(*) AS n FROM {'_trace_rollouts' if plan.full else '_touched'}")["n"]
-    # the stored rows carry their return; the advantage is the snapshot reader's (it moves with every night)
-    run_steps(con, TRANSITION_STEPS, materialize=True, generated={"transitions": lambda: (
-        "SELECT * REPLACE (NULL::DOUBLE AS advantage) FROM (" + credit_sql(cfg.credit) + ")", credit_params(cfg))})
+    run_steps(con, TRANSITION_STEPS, materialize=True,
+              generated={"transitions": lambda: (builder_transitions_sql(cfg), None)})
 
 
 def _segment_sources(data: Path, plan: Plan, segment_id: str) -> dict[str, str]:

@@ -17,10 +17,12 @@ import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 from spanrl.config import default_of
 from spanrl.errors import InputError
@@ -179,11 +181,13 @@ def credit_modes() -> tuple[str, ...]:
     return tuple(sorted(f.name[:-4] for f in folder.iterdir() if f.name.endswith(".sql")))
 
 
-def credit_sql(credit: str, snapshot: str | Path | None = None) -> str:
+def credit_sql(credit: str, snapshot: str | Path | None = None, ordered: bool = True) -> str:
     """The apply step for one credit mode: its ``sql/credit/<mode>.sql`` as the relation ``credit_rows``
-    of ``snapshot/apply_advantages.sql``. A mode this release does not know is an ``InputError``
-    naming ``snapshot`` (when given) and the modes there are, never another mode's rule."""
-    return f"WITH credit_rows AS (\n{_mode_file(credit, snapshot)}\n)\n{read_sql('snapshot/apply_advantages')}"
+    of ``snapshot/apply_advantages.sql`` (``ordered=False``: without its sort, for the builder, whose
+    segment writer sorts). A mode this release does not know is an ``InputError`` naming ``snapshot``
+    (when given) and the modes there are, never another mode's rule."""
+    tail = read_sql("snapshot/apply_advantages") if ordered else "SELECT * FROM credit_rows"
+    return f"WITH credit_rows AS (\n{_mode_file(credit, snapshot)}\n)\n{tail}"
 
 
 def _mode_file(credit: str, snapshot: str | Path | None = None) -> str:
@@ -231,14 +235,24 @@ def apply_advantages(
     return con.sql(credit_sql(_credit_of(config), snapshot), params=credit_params(config)).to_arrow_table()
 
 
-def credit_view_sql(config: Mapping[str, Any], rows: str, adv: str, snapshot: str | Path | None = None) -> str:
+def credit_view_sql(config: Mapping[str, Any] | Any, rows: str, adv: str, snapshot: str | Path | None = None,
+                    ordered: bool = True) -> str:
     """``apply_advantages`` as one SELECT over the relations ``rows`` and ``adv`` with the mode's
     parameters written in as literals: the body of a lazy view (a view cannot hold parameters)."""
-    sql = credit_sql(_credit_of(config), snapshot)
+    sql = credit_sql(_credit_of(config), snapshot, ordered)
     sql = re.sub(r"\btransition_rows\b", lambda _: rows, re.sub(r"\b_rollout_adv\b", lambda _: adv, sql))
     for name, value in credit_params(config).items():
         sql = re.sub(rf"\${name}\b", lambda _, v=value: _literal(v), sql)
     return sql
+
+
+def builder_transitions_sql(cfg: Any) -> str:
+    """The builder's ``transitions`` (TRANSITION_STEPS): its new rows with their returns, advantage unset
+    (the snapshot reader's: it moves with every night), unordered. A view over ``_transition_base``: its
+    two readers (the digests, the segment writer, which sorts) each join the rows to ``_rollout_adv``
+    instead of a table holding every prompt once more."""
+    return ("SELECT * REPLACE (NULL::DOUBLE AS advantage) FROM ("
+            + credit_view_sql(cfg, "_transition_base", "_rollout_adv", ordered=False) + ")")
 
 
 def _literal(value: Any) -> str:

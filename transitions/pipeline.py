@@ -70,14 +70,15 @@ STAGE2_STEPS: list[Step] = [
                       "_explicit_rewards", "_feedback_rewards"), "rollouts/rollouts"),
 ]
 
-# The snapshot builder's rows (build.py), after STAGE2_STEPS: the rows with their returns, the
-# per-rollout frame the credit SQL reads, the credit mode's SELECT (credit.credit_sql, generated,
-# advantage unset: the snapshot reader's) and ``transition_rows`` again, now over those rows.
+# The snapshot builder's rows (build.py), after STAGE2_STEPS: the rows (a table), the per-rollout
+# frame the credit SQL reads, the credit mode's SELECT over them (credit.builder_transitions_sql:
+# generated, advantage unset: the snapshot reader's; a view, so the prompts are not copied once more)
+# and ``transition_rows``, the name the digests and the segment writer read, over that view.
 TRANSITION_STEPS: list[Step] = [
-    Step("transition_rows", ("rollouts", "llm_calls", "_rollout_calls", "_rollout_status", "_air_hits"),
+    Step("_transition_base", ("rollouts", "llm_calls", "_rollout_calls", "_rollout_status", "_air_hits"),
          "snapshot/transition_base", "table"),
-    Step("_rollout_adv", ("transition_rows",), "snapshot/_rollout_adv", "table"),
-    Step("transitions", ("transition_rows", "_rollout_adv"), None, "table"),
+    Step("_rollout_adv", ("_transition_base",), "snapshot/_rollout_adv", "table"),
+    Step("transitions", ("_transition_base", "_rollout_adv"), None, "view"),
     Step("transition_rows", ("transitions",), "snapshot/transition_rows", "view"),
 ]
 

@@ -6,39 +6,63 @@ retyped); readers refuse snapshots of another version with a message that says h
 
 from __future__ import annotations
 
-import pyarrow as pa
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 SCHEMA_VERSION = 2
 
-TRANSITION_SCHEMA = pa.schema(
-    [
-        pa.field("snapshot_id", pa.string(), nullable=False),
-        pa.field("rollout_id", pa.string(), nullable=False),
-        pa.field("task_id", pa.string()),
-        pa.field("trace_id", pa.string()),
-        pa.field("span_id", pa.string()),
-        pa.field("step", pa.int32(), nullable=False),  # 0..n_steps-1, span-tree then start-time order
-        pa.field("n_steps", pa.int32(), nullable=False),
-        pa.field("agent_name", pa.string()),
-        pa.field("model", pa.string()),
-        pa.field("prompt_messages", pa.string()),  # JSON list of OpenAI chat messages (the state)
-        pa.field("tools", pa.string()),  # JSON list of OpenAI tool definitions, or NULL
-        pa.field("response_message", pa.string()),  # JSON OpenAI assistant message (the action)
-        pa.field("prompt_token_ids", pa.list_(pa.int32())),  # exact engine ids when known
-        pa.field("response_token_ids", pa.list_(pa.int32())),
-        pa.field("response_logprobs", pa.list_(pa.float32())),  # behaviour policy log-probs
-        pa.field("token_source", pa.string()),  # 'engine' (ids above) | 'text' (re-tokenise)
-        pa.field("temperature", pa.float64()),
-        pa.field("final_reward", pa.float64()),  # the rollout's primary reward
-        pa.field("step_reward", pa.float64()),  # AIR reward attached to this call
-        pa.field("return", pa.float64()),  # credit-assigned return of this call
-        pa.field("advantage", pa.float64()),
-        pa.field("is_last", pa.bool_()),
-        pa.field("source_files", pa.list_(pa.string())),
-    ]
+# (column, Arrow type, nullable). Plain names, so the columns are known without importing pyarrow
+# (spanrl ingest writes snapshots with DuckDB alone); TRANSITION_SCHEMA is built from them on first use.
+FIELDS: tuple[tuple[str, str, bool], ...] = (
+    ("snapshot_id", "string", False),
+    ("rollout_id", "string", False),
+    ("task_id", "string", True),
+    ("trace_id", "string", True),
+    ("span_id", "string", True),
+    ("step", "int32", False),  # 0..n_steps-1, span-tree then start-time order
+    ("n_steps", "int32", False),
+    ("agent_name", "string", True),
+    ("model", "string", True),
+    ("prompt_messages", "string", True),  # JSON list of OpenAI chat messages (the state)
+    ("tools", "string", True),  # JSON list of OpenAI tool definitions, or NULL
+    ("response_message", "string", True),  # JSON OpenAI assistant message (the action)
+    ("prompt_token_ids", "list<int32>", True),  # exact engine ids when known
+    ("response_token_ids", "list<int32>", True),
+    ("response_logprobs", "list<float32>", True),  # behaviour policy log-probs
+    ("token_source", "string", True),  # 'engine' (ids above) | 'text' (re-tokenise)
+    ("temperature", "float64", True),
+    ("final_reward", "float64", True),  # the rollout's primary reward
+    ("step_reward", "float64", True),  # AIR reward attached to this call
+    ("return", "float64", True),  # credit-assigned return of this call
+    ("advantage", "float64", True),
+    ("is_last", "bool", True),
+    ("source_files", "list<string>", True),
 )
 
-COLUMNS = TRANSITION_SCHEMA.names
+COLUMNS = [name for name, _, _ in FIELDS]
+
+
+@cache
+def transition_schema() -> pa.Schema:
+    """The Arrow schema of FIELDS."""
+    import pyarrow as pa
+
+    scalar = {"string": pa.string(), "int32": pa.int32(), "float32": pa.float32(), "float64": pa.float64(),
+              "bool": pa.bool_()}
+
+    def arrow(t: str) -> pa.DataType:
+        return pa.list_(scalar[t[5:-1]]) if t.startswith("list<") else scalar[t]
+
+    return pa.schema([pa.field(name, arrow(t), nullable=nullable) for name, t, nullable in FIELDS])
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TRANSITION_SCHEMA":  # `from spanrl.transitions.schema import TRANSITION_SCHEMA` still works
+        return transition_schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def conform(table: pa.Table) -> pa.Table:
@@ -50,4 +74,4 @@ def conform(table: pa.Table) -> pa.Table:
             f"transition table does not match schema v{SCHEMA_VERSION}: "
             f"missing {missing or 'none'}, unexpected {extra or 'none'}"
         )
-    return table.select(COLUMNS).cast(TRANSITION_SCHEMA)
+    return table.select(COLUMNS).cast(transition_schema())

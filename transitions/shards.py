@@ -67,7 +67,7 @@ def build_shard(cfg: BuildConfig, rules: list, traces: list[str], folder: str, l
     """A worker's stage 2 (a Ray task): the shard's traces computed as a build computes them, written as
     one segment into ``folder``; returns its rollouts, traces and the conventions it read. ``open_lake``
     and ``readable``: the builder's connection and lock (build.py's, handed over: no import cycle)."""
-    from spanrl.transitions.credit import credit_params, credit_sql
+    from spanrl.transitions.credit import builder_transitions_sql
     from spanrl.transitions.incremental import restrict_lake
     from spanrl.transitions.rollouts import register_stage2
     from spanrl.transitions.tables import write_segment
@@ -82,8 +82,8 @@ def build_shard(cfg: BuildConfig, rules: list, traces: list[str], folder: str, l
         restrict_lake(con, data, lake_files)
         con.execute("SET VARIABLE spanrl_lake_now_ns = (SELECT $v::BIGINT)", {"v": lake_now_ns})
         setup = register_stage2(con, cfg, materialize=True, rules=rules, readable=readable(data))
-        run_steps(con, TRANSITION_STEPS, materialize=True, generated={"transitions": lambda: (
-            "SELECT * REPLACE (NULL::DOUBLE AS advantage) FROM (" + credit_sql(cfg.credit) + ")", credit_params(cfg))})
+        run_steps(con, TRANSITION_STEPS, materialize=True,
+                  generated={"transitions": lambda: (builder_transitions_sql(cfg), None)})
         n = write_segment(con, Path(folder), sources)
         traces_n = one(con, "SELECT count(*) AS n FROM _trace_rollouts")["n"]
         return {"rollouts": n, "traces": traces_n, "conventions": setup.conventions or []}

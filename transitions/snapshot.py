@@ -23,19 +23,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from spanrl import __version__, layout
 from spanrl.errors import InputError
 from spanrl.publish import clean_drafts, draft_folder, publish, read_pointer, write_text_atomic
 from spanrl.sqlfiles import one, sql_literal
 from spanrl.transitions.credit import credit_view_sql, with_air_columns
-from spanrl.transitions.schema import COLUMNS, SCHEMA_VERSION, TRANSITION_SCHEMA, conform
+from spanrl.transitions.schema import COLUMNS, SCHEMA_VERSION, conform, transition_schema
 from spanrl.transitions.sqlfiles import read_sql
+
+if TYPE_CHECKING:  # pyarrow is imported where a reader needs it: spanrl ingest writes snapshots with DuckDB alone
+    import pyarrow as pa
 
 DIGESTS = "digests.parquet"
 ADVANTAGES = "advantages.parquet"
@@ -62,9 +63,13 @@ def hash_content(con: duckdb.DuckDBPyConnection, digests: str, advantages: str |
     return one(con, read_sql("snapshot/content_hash"), {"schema_version": str(SCHEMA_VERSION)})["content_hash"]
 
 
-def _has_air_columns(path: Path) -> bool:
+def _columns(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
+    return [d[0] for d in con.execute(f"SELECT * FROM {_parquet(path)} LIMIT 0").description]
+
+
+def _has_air_columns(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
     """Whether an advantages table was written with AIR in the group statistics (a_air, air_scale)."""
-    return "air_scale" in pq.read_schema(path).names
+    return "air_scale" in _columns(con, path)
 
 
 def _parquet(paths: list[Path] | Path) -> str:
@@ -77,7 +82,7 @@ def _rows_view(con: duckdb.DuckDBPyConnection, parts: list[Path]) -> None:
     if parts:
         con.execute(f"CREATE OR REPLACE VIEW transition_rows AS SELECT * FROM {_parquet(parts)}")
     else:
-        con.register("transition_rows", TRANSITION_SCHEMA.empty_table())
+        con.register("transition_rows", transition_schema().empty_table())
 
 
 def content_hash(folder: Path) -> str:
@@ -88,7 +93,7 @@ def content_hash(folder: Path) -> str:
         con.execute("CREATE TEMP TABLE _digests AS " + read_sql("snapshot/rollout_digests"))
         adv = folder / ADVANTAGES
         return hash_content(con, "_digests", _parquet(adv) if adv.is_file() else None,
-                            adv.is_file() and _has_air_columns(adv))
+                            adv.is_file() and _has_air_columns(con, adv))
     finally:
         con.close()
 
@@ -105,6 +110,8 @@ class SnapshotDraft:
     def write_part(self, table: pa.Table, index: int | str = 0) -> Path:
         name = f"part-{index:05d}.parquet" if isinstance(index, int) else f"part-{index}.parquet"
         path = self.tmp_dir / name
+        import pyarrow.parquet as pq
+
         pq.write_table(conform(table), path, compression="zstd")
         (self.tmp_dir / DIGESTS).unlink(missing_ok=True)  # computed from the parts again when asked
         return path
@@ -135,7 +142,7 @@ class SnapshotDraft:
                 self.write_index(con, read_sql("snapshot/rollout_digests"), None)
             adv = self.tmp_dir / ADVANTAGES
             return hash_content(con, _parquet(self.tmp_dir / DIGESTS), _parquet(adv) if adv.is_file() else None,
-                                adv.is_file() and _has_air_columns(adv))
+                                adv.is_file() and _has_air_columns(con, adv))
         finally:
             con.close()
 
@@ -149,11 +156,12 @@ class SnapshotDraft:
         """Validate the parts, write the manifest, rename into place, then swap ``LATEST``."""
         parts = sorted(self.tmp_dir.glob("part-*.parquet"))
         rows = 0
-        for part in parts:
-            meta = pq.read_schema(part)
-            if meta.names != COLUMNS:
-                raise ValueError(f"{part}: columns {meta.names} do not match schema v{SCHEMA_VERSION}")
-            rows += pq.read_metadata(part).num_rows
+        with duckdb.connect() as con:
+            for part in parts:
+                names = _columns(con, part)
+                if names != COLUMNS:
+                    raise ValueError(f"{part}: columns {names} do not match schema v{SCHEMA_VERSION}")
+                rows += one(con, f"SELECT num_rows AS n FROM parquet_file_metadata({sql_literal(str(part))})")["n"]
         manifest = {
             "snapshot_id": self.snapshot_id,
             "schema_version": SCHEMA_VERSION,
@@ -193,6 +201,8 @@ def write_snapshot(
 ) -> Path:
     """Write one in-memory table as a snapshot (``snapshot_id`` column is filled in here); its rows
     keep the advantages they carry (no advantages table)."""
+    import pyarrow as pa
+
     with open_snapshot(data) as draft:
         sid = pa.array([draft.snapshot_id] * table.num_rows, pa.string())
         if "snapshot_id" in table.column_names:
@@ -225,6 +235,8 @@ def snapshot_exists(data: Path | str, snapshot_id: str) -> bool:
 
 def snapshot_column(data: Path | str, snapshot_id: str, column: str) -> list[Any]:
     """One column of a snapshot's rows (e.g. ``rollout_id`` for ``--new-only``), read part by part."""
+    import pyarrow.parquet as pq
+
     folder = resolve_snapshot(data, snapshot_id)
     return [v for part in sorted(folder.glob("part-*.parquet"))
             for v in pq.read_table(part, columns=[column]).column(column).to_pylist()]
@@ -262,7 +274,7 @@ def snapshot_dataset(data: Path | str, ref: str = "LATEST") -> Any:
 
     folder = resolve_snapshot(data, ref)
     manifest = read_manifest(folder)
-    return ds.dataset([str(folder / name) for name in manifest.get("parts", [])], schema=TRANSITION_SCHEMA,
+    return ds.dataset([str(folder / name) for name in manifest.get("parts", [])], schema=transition_schema(),
                       format="parquet")
 
 
@@ -315,6 +327,9 @@ def read_snapshot(data: Path | str, ref: str = "LATEST") -> tuple[pa.Table, dict
     refused, not trained on. The returned manifest carries the hash of what was really read as
     ``content_hash_read``.
     """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     folder = resolve_snapshot(data, ref)
     manifest = read_manifest(folder)
     parts = [folder / name for name in manifest.get("parts", [])]
@@ -331,7 +346,7 @@ def read_snapshot(data: Path | str, ref: str = "LATEST") -> tuple[pa.Table, dict
         adv = _parquet(folder / adv_name) if adv_name else None
         try:
             con.execute("CREATE TEMP TABLE _digests AS " + read_sql("snapshot/rollout_digests"))
-            air = bool(adv_name) and _has_air_columns(folder / adv_name)
+            air = bool(adv_name) and _has_air_columns(con, folder / adv_name)
             read = hash_content(con, "_digests", adv, air)
             n = one(con, "SELECT coalesce(sum(n_rows), 0) AS n FROM _digests")["n"]
         except duckdb.Error as exc:

@@ -181,8 +181,6 @@ def merge_segments(con: duckdb.DuckDBPyConnection, data: Path | str, tmp: Path, 
     than ~7 segments per tier. Updates ``state['segments']``; the number of segments merged."""
     import math
 
-    import pyarrow.parquet as pq
-
     root = tables_dir(data)
 
     def where(seg: str) -> Path:  # this build's own segments are still in its draft folder
@@ -194,7 +192,7 @@ def merge_segments(con: duckdb.DuckDBPyConnection, data: Path | str, tmp: Path, 
         traces = where(seg) / "_traces.parquet"
         if not traces.is_file():  # one-segment builds of other tools carry no bookkeeping: left alone
             continue
-        n = pq.read_metadata(traces).num_rows
+        n = one(con, "SELECT num_rows AS n FROM parquet_file_metadata($f)", {"f": str(traces)})["n"]
         tiers.setdefault(int(math.log(max(n, 1), MERGE_FANOUT)), []).append(seg)
     merged = 0
     for tier, segs in sorted(tiers.items()):

@@ -170,3 +170,37 @@ def test_a_rollout_id_with_a_slash_or_percent_survives_the_per_attempt_url(memor
     base = f"{gw.url}/r/{quote(rollout_id, safe='')}/{traceparent(new_span_ids())}"
     _post(base, {"model": "policy", "messages": [{"role": "user", "content": "hi"}]})
     assert exporter.get_finished_spans()[-1].attributes["spanrl.rollout_id"] == rollout_id
+
+
+def test_a_client_that_closes_after_done_still_gets_its_call_recorded() -> None:
+    """An SDK stops reading a stream at ``data: [DONE]`` and may close the connection while the
+    upstream still sends (an SSE comment here, half a second later): the gateway's next write then
+    fails. That is the client leaving, not the upstream failing: the call is recorded whole, token
+    ids included, with no error (it was once marked upstream_error with no ids: a flaky test)."""
+    import socket
+    import struct
+    import time
+    from urllib.parse import urlparse
+
+    exporter = InMemorySpanExporter()
+    with FakeVLLM(tail_after_done_s=0.5) as upstream:
+        gw = gateway_in_background(GatewayConfig(upstream=upstream.url, port=0), span_exporter=exporter)
+        try:
+            url = urlparse(gw.url)
+            body = json.dumps({"model": "policy", "stream": True, "messages": [{"role": "user", "content": "hi there"}]})
+            sock = socket.create_connection((url.hostname, url.port), timeout=30)
+            sock.sendall((f"POST /v1/chat/completions HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Type: application/json\r\n"
+                          f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+            seen = b""
+            while b"[DONE]" not in seen:
+                seen += sock.recv(65536)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # reset, as a killed client
+            sock.close()
+            deadline = time.monotonic() + 30
+            while not exporter.get_finished_spans() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:
+            gw.stop()
+    span = exporter.get_finished_spans()[-1]
+    assert "error.type" not in span.attributes, span.attributes
+    assert list(span.attributes["spanrl.response_token_ids"]) == upstream.exchanges[-1][1]["choices"][0]["token_ids"]

@@ -11,6 +11,7 @@ pure function of the text (one id per word, from its characters), so a test can 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -35,9 +36,10 @@ def _message_text(message: dict[str, Any]) -> str:
 class FakeVLLM(FakeOpenAI):
     """FakeOpenAI plus vLLM's token-id fields (``url`` ends in /v1)."""
 
-    def __init__(self, strict: bool = False) -> None:
+    def __init__(self, strict: bool = False, tail_after_done_s: float = 0.0) -> None:
         super().__init__()
         self.strict = strict
+        self.tail_after_done_s = tail_after_done_s  # >0: an SSE comment line that long after [DONE]
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -62,6 +64,9 @@ class FakeVLLM(FakeOpenAI):
         for chunk in _chunks(resp, bool(body.get("return_token_ids")), out_ids):
             await stream.write(f"data: {json.dumps(chunk)}\n\n".encode())
         await stream.write(b"data: [DONE]\n\n")
+        if self.tail_after_done_s:
+            await asyncio.sleep(self.tail_after_done_s)
+            await stream.write(b": end of stream\n\n")
         return stream
 
 

@@ -278,3 +278,45 @@ def test_a_second_concurrent_run_is_refused(tmp_path) -> None:
         release.set()
         holder.join()
     assert ingest(tmp_path).files == 0  # the lock is released afterwards
+
+
+def test_split_lines_cuts_whole_lines_in_order(tmp_path) -> None:
+    from spanrl.ingest.decode import split_lines
+
+    lines = [b"a" * n for n in (10, 300, 5, 2000, 40, 40, 40, 1)]  # the 2000-byte line is longer than a piece
+    src = tmp_path / "f.jsonl"
+    src.write_bytes(b"\n".join(lines))  # no newline after the last line
+    (tmp_path / "work").mkdir()
+    pieces = split_lines(src, tmp_path / "work", 100)
+    assert len(pieces) > 2 and all(p.parent == tmp_path / "work" for p in pieces)
+    assert b"".join(p.read_bytes() for p in pieces) == src.read_bytes()
+    assert all(p.read_bytes().endswith(b"\n") for p in pieces[:-1])
+    assert b"a" * 2000 + b"\n" in [line + b"\n" for p in pieces for line in p.read_bytes().split(b"\n")]
+    assert split_lines(src, tmp_path / "work", len(src.read_bytes())) == [src]  # small: read as it is
+
+
+def test_a_file_read_as_pieces_loads_the_same_rows_and_numbers_bad_lines(tmp_path, monkeypatch) -> None:
+    """A file over two pieces is read as line-aligned pieces in one COPY (load.split_lines): the same
+    rows as reading it whole; a bad line still sends the whole file down the line-numbered path."""
+    import spanrl.ingest.load as load
+
+    lines = [one_span_line(f"s{i}", pad="p" * (i * 37 % 500)) for i in range(60)]
+    write_lines(tmp_path / "whole" / "otel" / CLOSED, lines)
+    ingest(tmp_path / "whole")
+    monkeypatch.setattr(load, "PIECE_BYTES", 2048)
+    pieces = []
+    real_split = load.split_lines
+    monkeypatch.setattr(load, "split_lines", lambda *a: pieces.extend(real_split(*a)) or pieces)
+    write_lines(tmp_path / "pieces" / "otel" / CLOSED, lines)
+    s = ingest(tmp_path / "pieces")
+    assert s.spans == 60 and s.rejects == 0 and len(pieces) > 10
+    def rows(data) -> list[dict]:
+        return sorted(({k: v for k, v in r.items() if k not in ("source_file", "ingested_at")}
+                       for r in spans_of(data)), key=lambda r: r["span_id"])
+
+    assert rows(tmp_path / "pieces") == rows(tmp_path / "whole")
+
+    pieces.clear()
+    write_lines(tmp_path / "bad" / "otel" / CLOSED, lines[:30] + ["not json"] + lines[30:])
+    s = ingest(tmp_path / "bad")
+    assert s.spans == 60 and [line for line, _ in rejects_of(tmp_path / "bad")] == [31] and len(pieces) > 10

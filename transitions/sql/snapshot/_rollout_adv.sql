@@ -3,4 +3,4 @@
 -- advantage columns stay NULL here (the snapshot's advantages table fills them, over every segment).
 SELECT rollout_id, any_value(task_id) AS task_id, coalesce(any_value(final_reward), 0.0) AS r,
        NULL::DOUBLE AS a_r, NULL::DOUBLE AS s_mean, NULL::DOUBLE AS a_air, NULL::DOUBLE AS air_scale
-FROM transition_rows GROUP BY rollout_id
+FROM _transition_base GROUP BY rollout_id
