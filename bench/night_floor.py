@@ -87,7 +87,9 @@ def floor_run(out: Path, files: list[str], convert: bool) -> None:
     import duckdb
 
     from spanrl.ingest.anyvalue import register_any_json
+    from spanrl.ingest.decode import split_lines
     from spanrl.ingest.lakeio import PARQUET_OPTIONS
+    from spanrl.ingest.load import PIECE_BYTES
     from spanrl.ingest.views import read_sql, render_sql
 
     shutil.rmtree(out, ignore_errors=True)
@@ -99,8 +101,11 @@ def floor_run(out: Path, files: list[str], convert: bool) -> None:
     con.execute("SET enable_progress_bar = false")
     register_any_json(con)
     con.execute(read_sql("otlp_types"))
-    for i, f in enumerate(files):
-        con.execute(render_sql("trace_batches_ndjson", src=f, source_file=f, max_object_size=16 << 20))
+    for i, f in enumerate(files):  # a big file as line-aligned pieces, as spanrl's load_fast reads it
+        work = out / f"work-{i}"
+        work.mkdir()
+        pieces = [str(p) for p in split_lines(Path(f), work, PIECE_BYTES)]
+        con.execute(render_sql("trace_batches_ndjson", src=pieces, source_file=f, max_object_size=16 << 20))
         con.execute(f"COPY (SELECT * EXCLUDE (line_no) FROM ({read_sql('spans_load')})) TO '{out}/spans-{i}' "
                     f"({PARQUET_OPTIONS}, PARTITION_BY (\"date\"), OVERWRITE_OR_IGNORE)",
                     {"ingested_at": "2026-01-01T00:00:00Z"})
