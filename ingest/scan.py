@@ -29,7 +29,7 @@ from pathlib import Path
 import duckdb
 
 from spanrl.errors import InputError
-from spanrl.sqlfiles import sql_literal
+from spanrl.sqlfiles import scratch, sql_literal
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 MAX_FRAME_BYTES = 64 << 20  # the collector's own limit on one decompressed request
@@ -62,7 +62,7 @@ def write_rows(path: Path, rows: list[dict], columns: dict[str, str]) -> None:
     parameter. Aware datetimes are stored as naive UTC, whatever the session's time zone."""
     struct = "STRUCT(" + ", ".join(f'"{c}" {t}' for c, t in columns.items()) + ")"
     plain = [{c: _utc(r.get(c)) for c in columns} for r in rows]
-    con = duckdb.connect()
+    con = scratch()
     try:
         con.execute(f"COPY (SELECT unnest($rows::{struct}[], recursive := true)) TO {sql_literal(str(path))} "
                     "(FORMAT parquet, COMPRESSION zstd)", {"rows": plain})
@@ -185,7 +185,7 @@ def read_file_state(lake: Path) -> dict[str, dict]:
     path = lake / "_files.parquet"
     if not path.exists():
         return {}
-    con = duckdb.connect()
+    con = scratch()
     try:
         cur = con.execute(f"SELECT * FROM read_parquet({sql_literal(str(path))})")
         names = [d[0] for d in cur.description]

@@ -31,6 +31,24 @@ PARAM = re.compile(r"\$\{[a-z_]+\}|\$[a-z_]+")
 NO_AUTO_CHECKPOINT = "SET checkpoint_threshold = '1TB'"
 
 
+_SCRATCH: dict[int, Any] = {}  # process id -> its private in-memory DuckDB (a forked child makes its own)
+
+
+def scratch() -> Any:
+    """A DuckDB connection for small bookkeeping reads and writes (the lake manifest, a Parquet file's
+    columns, a memory-limit check): a new cursor of one private in-memory database per process. Each
+    ``duckdb.connect()`` starts a database (≈ 15 ms); a cursor of one costs next to nothing, and is
+    its own connection, so threads do not share one."""
+    import os
+
+    import duckdb
+
+    db = _SCRATCH.get(os.getpid())
+    if db is None:
+        db = _SCRATCH[os.getpid()] = duckdb.connect()
+    return db.cursor()
+
+
 def header_problem(name: str, text: str) -> str | None:
     """What is wrong with a SQL file's header (None when nothing is): its object name, its purpose
     line, its declared parameters against the ones used outside comments."""

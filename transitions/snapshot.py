@@ -30,7 +30,7 @@ import duckdb
 from spanrl import __version__, layout
 from spanrl.errors import InputError
 from spanrl.publish import clean_drafts, draft_folder, publish, read_pointer, write_text_atomic
-from spanrl.sqlfiles import one, sql_literal
+from spanrl.sqlfiles import one, scratch, sql_literal
 from spanrl.transitions.credit import credit_view_sql, with_air_columns
 from spanrl.transitions.schema import COLUMNS, SCHEMA_VERSION, conform, transition_schema
 from spanrl.transitions.sqlfiles import read_sql
@@ -156,7 +156,7 @@ class SnapshotDraft:
         """Validate the parts, write the manifest, rename into place, then swap ``LATEST``."""
         parts = sorted(self.tmp_dir.glob("part-*.parquet"))
         rows = 0
-        with duckdb.connect() as con:
+        with scratch() as con:
             for part in parts:
                 names = _columns(con, part)
                 if names != COLUMNS:
