@@ -75,7 +75,7 @@ def describe_config_file(cfg: RunConfig) -> str:
 
 
 def check_memory_limit(value: str) -> None:
-    """Ask DuckDB itself (a throwaway connection) whether it accepts ``value`` as a memory limit, so
+    """Ask DuckDB itself (the scratch database) whether it accepts ``value`` as a memory limit, so
     the accepted spellings are exactly DuckDB's (2GB, 512MiB, 80%...)."""
     import duckdb
 
@@ -83,7 +83,7 @@ def check_memory_limit(value: str) -> None:
 
     if str(value).strip().startswith("-"):  # DuckDB reads a negative size as "no limit" (16383.9 PiB)
         raise InputError(f"--memory-limit {value!r}: a memory size cannot be negative; write it like 2GB, 512MB or 80%")
-    con = scratch()  # its database's memory limit is set and read back: nothing else uses that setting
+    con = scratch()  # the process's bookkeeping database: its limit is set, read back and reset
     try:
         con.execute(f"SET memory_limit = {sql_literal(str(value))}")
         limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
@@ -91,6 +91,7 @@ def check_memory_limit(value: str) -> None:
         raise InputError(f"--memory-limit {value!r}: not a memory size DuckDB accepts ({str(exc).splitlines()[0]}); "
                          "write it like 2GB, 512MB or 80%") from None
     finally:
+        con.execute("RESET memory_limit")  # a tiny limit for the run is not one for writing the lake manifest
         con.close()
     if limit.endswith("bytes") or limit.split()[0] in ("0", "0.0"):
         raise InputError(f"--memory-limit {value!r}: {limit} is too little for DuckDB to run a query; "

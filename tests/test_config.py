@@ -216,3 +216,19 @@ def test_ingest_flags_parse_to_their_values() -> None:
             given["settle_s"]) == (True, False, 3, "x/*.jsonl", 3600.0)
     bare = ingest.make_context("ingest", []).params
     assert all(v in (None, ()) for k, v in bare.items() if k != "data")  # not given: file and defaults decide
+
+
+def test_checking_a_memory_limit_leaves_the_bookkeeping_database_as_it_was() -> None:
+    """check_memory_limit asks the process's scratch DuckDB (the one that writes the lake manifest): a
+    small --memory-limit for the run must not become that database's limit."""
+    from spanrl.ingest.config import check_memory_limit
+    from spanrl.sqlfiles import scratch
+
+    def limit() -> str:
+        return scratch().execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+
+    before = limit()
+    check_memory_limit("16MB")
+    with pytest.raises(InputError):
+        check_memory_limit("lots")
+    assert limit() == before and before != "16.0 MiB"
