@@ -278,3 +278,24 @@ def test_advantages_are_bit_identical_whatever_the_thread_schedule() -> None:
     runs = {tuple(run_advantages(con, "discounted", 0.9, advantage, 1e-6).column("advantage").to_pylist())
             for advantage in ("group", "batch") for _ in range(4)}
     assert len(runs) == 2  # one result per advantage mode, identical across the 4 runs
+
+
+def test_a_credit_view_gives_the_returns_bound_parameters_give() -> None:
+    """The builder's transitions view (credit.builder_transitions_sql) and the snapshot reader's lazy view
+    write the mode's parameters into the SQL as literals (a view holds none): the returns must be the
+    ones bound parameters give, whatever gamma's digits (a literal 0.95 is a DECIMAL in DuckDB; its
+    conversion to DOUBLE is exact for every float repr tried), or the stored rows would depend on the path."""
+    import math
+
+    from spanrl.transitions.credit import credit_params, credit_sql, credit_view_sql
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE transition_rows AS SELECT 'r' AS rollout_id, 'T' AS task_id, s::INTEGER AS step, "
+                "6 AS n_steps, 1.0::DOUBLE AS final_reward, (s % 2)::DOUBLE * 0.3 AS step_reward, "
+                "NULL::DOUBLE AS \"return\", NULL::DOUBLE AS advantage FROM range(6) t(s)")
+    con.execute("CREATE TABLE _rollout_adv AS SELECT 'r' AS rollout_id, 0.7::DOUBLE AS r, 0.3::DOUBLE AS a_r")
+    for gamma in (0.95, 0.1234567890123456789, 1 / 3):
+        config = {"credit": "discounted", "gamma": gamma}
+        bound = con.execute(credit_sql("discounted"), credit_params(config)).fetchall()
+        viewed = con.execute(credit_view_sql(config, "transition_rows", "_rollout_adv")).fetchall()
+        assert viewed == bound and not any(isinstance(v, float) and math.isnan(v) for row in bound for v in row)
