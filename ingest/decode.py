@@ -139,13 +139,12 @@ def decode_to_json_lines(item: SpanFile, fd: int, dst: Path) -> Path:
     return dst
 
 
-
 def split_lines(src: Path, work: Path, piece_bytes: int) -> list[Path]:
     """``src`` cut after newlines into pieces of about ``piece_bytes`` under ``work`` (``[src]`` when
-    it is smaller). DuckDB's read_ndjson gives a file one buffer per thread and parses a buffer's lines
-    as one batch, so one big file loads on few threads and holds its whole parse at once; a list of
-    pieces loads in parallel and in smaller batches (60k spans in one 67 MB file: 0.8 -> 0.5 s, peak
-    640 -> 500 MB). The pieces are whole lines, in order, copied in the kernel (copy_file_range)."""
+    it is at most two pieces). DuckDB's read_ndjson holds the parse of a file's whole buffer at once; a
+    list of pieces is parsed in smaller batches (stage 1 of a 60k-span night, one 67 MB file: peak
+    600 -> 477 MB, the same time). The pieces are whole lines, in order, copied in the kernel
+    (copy_file_range)."""
     size = src.stat().st_size
     if size <= 2 * piece_bytes:
         return [src]

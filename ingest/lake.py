@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 
 from spanrl.ingest.housekeeping import finish_interrupted
-from spanrl.ingest.lakeio import lake_lock
+from spanrl.ingest.lakeio import PARQUET_OPTIONS, lake_lock
 from spanrl.ingest.views import (
     CONVENTION_PROBES,
     LLM_CONVENTIONS,
@@ -35,7 +35,7 @@ from spanrl.ingest.views import connect as _connect
 from spanrl.ingest.views import read_sql as _read_sql
 
 __all__ = [
-    "CONVENTION_PROBES", "LLM_CONVENTIONS", "call_relation_sql", "coverage_sql", "finish_interrupted", "lake_glob",
+    "CONVENTION_PROBES", "LLM_CONVENTIONS", "PARQUET_OPTIONS", "call_relation_sql", "coverage_sql", "finish_interrupted", "lake_glob",
     "lake_lock", "lock_down", "open_for_builder", "open_guarded", "open_readable", "parquet_dataset",
     "register_call_views", "register_dataset", "register_llm_calls", "register_llm_macros",
 ]

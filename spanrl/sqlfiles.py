@@ -90,6 +90,11 @@ def one(con: Any, sql: str, params: dict[str, Any] | list[Any] | None = None) ->
     return dict(zip([d[0] for d in cur.description], row, strict=True)) if row is not None else {}
 
 
+def parquet_rows(con: Any, path: Any) -> int:
+    """The rows of one Parquet file, from its footer (no scan)."""
+    return one(con, "SELECT num_rows AS n FROM parquet_file_metadata($f)", {"f": str(path)})["n"]
+
+
 def rows(con: Any, sql: str, params: dict[str, Any] | list[Any] | None = None) -> list[dict[str, Any]]:
     """Every row of a query as ``{column: value}`` dicts (small results only: bookkeeping, not spans)."""
     cur = con.execute(sql, params) if params is not None else con.execute(sql)

@@ -34,7 +34,7 @@ from spanrl.ingest.lake import (  # stage 1's API
     open_for_builder,
 )
 from spanrl.layout import feedback_dir, lake_dir
-from spanrl.sqlfiles import NO_AUTO_CHECKPOINT, one, rows, sql_literal
+from spanrl.sqlfiles import NO_AUTO_CHECKPOINT, one, parquet_rows, rows, sql_literal
 from spanrl.transitions.air import load_air_rules, rules_as_dicts
 from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.credit import (
@@ -289,7 +289,7 @@ def _rewrite_touched(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, buil
                 sources[table] = (f"SELECT * FROM read_parquet({sql_literal(str(src))}) "
                                   f"ANTI JOIN {keyed[1]} USING ({keyed[0]})")
         left = write_segment(con, out, sources)
-        if left or _count(con, out / "_traces.parquet"):
+        if left or parquet_rows(con, out / "_traces.parquet"):
             state["segments"][seg] = f"{build_id}/{seg}"
         else:
             del state["segments"][seg]
@@ -323,7 +323,7 @@ def _snapshot(cfg: BuildConfig, state: dict[str, Any], config: dict[str, Any], p
         with open_snapshot(data) as draft:
             for seg, folder in sorted(state["segments"].items()):
                 part = tables_dir(data) / folder / "transitions.parquet"
-                if part.is_file() and _count(con, part):
+                if part.is_file() and parquet_rows(con, part):
                     draft.link_part(part, seg)
             draft.write_index(con, "SELECT rollout_id, task_id, r, n_rows, digest FROM _digests",
                               f"SELECT {', '.join(ADVANTAGE_COLUMNS)} FROM _rollout_adv")
@@ -344,11 +344,6 @@ def _air_totals(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any
             else "SELECT NULL::VARCHAR AS rollout_id, NULL::INTEGER AS step, NULL::DOUBLE AS step_reward WHERE false")
     con.execute(f"CREATE OR REPLACE TEMP VIEW transition_rows AS {body}")
     run_steps(con, SNAPSHOT_STEPS, materialize=True)
-
-
-def _count(con: duckdb.DuckDBPyConnection, parquet: Path) -> int:
-    """The rows of one Parquet file (a segment's table)."""
-    return one(con, f"SELECT count(*) AS n FROM read_parquet({sql_literal(str(parquet))})")["n"]
 
 
 def _feedback_paths(data: Path, state: dict[str, Any]) -> list[Path]:

@@ -30,7 +30,7 @@ import duckdb
 from spanrl import __version__, layout
 from spanrl.errors import InputError
 from spanrl.publish import clean_drafts, draft_folder, publish, read_pointer, write_text_atomic
-from spanrl.sqlfiles import one, scratch, sql_literal
+from spanrl.sqlfiles import one, parquet_rows, scratch, sql_literal
 from spanrl.transitions.credit import credit_view_sql, with_air_columns
 from spanrl.transitions.schema import COLUMNS, SCHEMA_VERSION, conform, transition_schema
 from spanrl.transitions.sqlfiles import read_sql
@@ -63,13 +63,14 @@ def hash_content(con: duckdb.DuckDBPyConnection, digests: str, advantages: str |
     return one(con, read_sql("snapshot/content_hash"), {"schema_version": str(SCHEMA_VERSION)})["content_hash"]
 
 
-def _columns(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
-    return [d[0] for d in con.execute(f"SELECT * FROM {_parquet(path)} LIMIT 0").description]
+def _columns(con: duckdb.DuckDBPyConnection, relation: str) -> list[str]:
+    """The column names of a relation (a name or a table-function call such as ``_parquet(path)``)."""
+    return [d[0] for d in con.execute(f"SELECT * FROM {relation} LIMIT 0").description]
 
 
 def _has_air_columns(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
     """Whether an advantages table was written with AIR in the group statistics (a_air, air_scale)."""
-    return "air_scale" in _columns(con, path)
+    return "air_scale" in _columns(con, _parquet(path))
 
 
 def _parquet(paths: list[Path] | Path) -> str:
@@ -158,10 +159,10 @@ class SnapshotDraft:
         rows = 0
         with scratch() as con:
             for part in parts:
-                names = _columns(con, part)
+                names = _columns(con, _parquet(part))
                 if names != COLUMNS:
                     raise ValueError(f"{part}: columns {names} do not match schema v{SCHEMA_VERSION}")
-                rows += one(con, f"SELECT num_rows AS n FROM parquet_file_metadata({sql_literal(str(part))})")["n"]
+                rows += parquet_rows(con, part)
         manifest = {
             "snapshot_id": self.snapshot_id,
             "schema_version": SCHEMA_VERSION,
@@ -374,7 +375,7 @@ def _with_advantages(con: duckdb.DuckDBPyConnection, adv: str | None, config: di
         return con.sql("SELECT * FROM transition_rows ORDER BY rollout_id, step").to_arrow_table()
     from spanrl.transitions.credit import apply_advantages
 
-    names = [d[0] for d in con.execute(f"SELECT * FROM {adv} LIMIT 0").description]
+    names = _columns(con, adv)
     con.execute("CREATE OR REPLACE TEMP TABLE _rollout_adv AS " + with_air_columns(adv, names))
     return apply_advantages(con, config, folder)
 

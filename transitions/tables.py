@@ -27,8 +27,9 @@ from typing import Any
 import duckdb
 
 from spanrl import __version__, layout
+from spanrl.ingest.lake import PARQUET_OPTIONS  # segments are written as the lake is
 from spanrl.publish import draft_folder, publish, read_pointer
-from spanrl.sqlfiles import one, rows, sql_literal
+from spanrl.sqlfiles import one, parquet_rows, rows, sql_literal
 from spanrl.transitions.sqlfiles import read_sql, render_sql
 
 STATE = "state.json"
@@ -46,7 +47,6 @@ BY_TRACE = ("llm_calls", "tool_calls", "coverage", "_traces", "_responses")
 # group (20480 rows) whose min/max statistics can hold the key instead of the whole table.
 ORDER = {"llm_calls": "start_ns, span_id", "tool_calls": "start_ns, span_id", "rewards": "rollout_id, ts_ns",
          "rollouts": "rollout_id"}
-PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE 20480"
 
 
 def tables_dir(data: Path | str) -> Path:
@@ -192,7 +192,7 @@ def merge_segments(con: duckdb.DuckDBPyConnection, data: Path | str, tmp: Path, 
         traces = where(seg) / "_traces.parquet"
         if not traces.is_file():  # one-segment builds of other tools carry no bookkeeping: left alone
             continue
-        n = one(con, "SELECT num_rows AS n FROM parquet_file_metadata($f)", {"f": str(traces)})["n"]
+        n = parquet_rows(con, traces)
         tiers.setdefault(int(math.log(max(n, 1), MERGE_FANOUT)), []).append(seg)
     merged = 0
     for tier, segs in sorted(tiers.items()):
