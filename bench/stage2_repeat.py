@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import resource
 import shutil
 import statistics
 import subprocess
@@ -42,6 +43,9 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=5, help="rebuilds measured")
     p.add_argument("--top", type=int, default=25, help="statements listed")
     p.add_argument("--incremental", action="store_true", help="time the second night's incremental build")
+    p.add_argument("--memory-limit", default=None,
+                   help="the builds' --memory-limit (default: spanrl's, 2GB); near it DuckDB spills and purges "
+                        "its allocator, which shows as system time and page faults")
     p.add_argument("--dir", type=Path, default=None,
                    help="work folder, reused when it holds the lake already (default: bench-stage2-{rebuild|"
                         "incremental}-ROLLOUTS under the system temp folder)")
@@ -57,24 +61,27 @@ def main() -> None:
             shutil.copytree(data / "transitions", first_build, symlinks=True)
             night_profile.nightly.write_night(data / "otel", 1, args.rollouts)
             subprocess.run([*ingest, "--no-transitions"], check=True, capture_output=True)
-    build = ["transitions", "build", "--data", str(data), "--settle", "0s", *([] if args.incremental else ["--rebuild"])]
+    build = ["transitions", "build", "--data", str(data), "--settle", "0s", *([] if args.incremental else ["--rebuild"]),
+             *(["--memory-limit", args.memory_limit] if args.memory_limit else [])]
     from spanrl.cli import cli
 
     connect = duckdb.connect
     per_statement: dict[str, list[float]] = {}
-    runs: list[tuple[float, float]] = []
+    runs: list[tuple[float, float, float, int]] = []
     for _ in range(args.repeat):
         log: list = []
         if args.incremental:  # back to the first night's build: the second night is new again
             shutil.rmtree(data / "transitions")
             shutil.copytree(first_build, data / "transitions", symlinks=True)
         duckdb.connect = lambda *a, _log=log, **kw: night_profile._Timed(connect(*a, **kw), _log)
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, u0 = time.perf_counter(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
         try:
             cli(build, standalone_mode=False)
         finally:
             duckdb.connect = connect
-        runs.append((time.perf_counter() - t0, time.process_time() - c0))
+        u1 = resource.getrusage(resource.RUSAGE_SELF)
+        runs.append((time.perf_counter() - t0, time.process_time() - c0, u1.ru_stime - u0.ru_stime,
+                     u1.ru_minflt - u0.ru_minflt))
         this_run: dict[str, float] = {}
         for _, _, query, cpu, _ in log:
             key = query[:90]
@@ -85,7 +92,9 @@ def main() -> None:
             per_statement.setdefault(key, []).append(cpu)
     print(f"\n{args.rollouts * night_profile.nightly.SPANS_PER_ROLLOUT:,} spans, {args.repeat} {kind} builds: "
           f"median {statistics.median(r[0] for r in runs):.3f} s wall / {statistics.median(r[1] for r in runs):.3f} "
-          f"s CPU (each: {', '.join(f'{r[1]:.2f}' for r in runs)} CPU s)")
+          f"s CPU (each: {', '.join(f'{r[1]:.2f}' for r in runs)} CPU s); of it system time "
+          f"{statistics.median(r[2] for r in runs):.2f} s, {statistics.median(r[3] for r in runs):,.0f} minor page faults; "
+          f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB")
     print(f"\n  {'CPU s':>7}  statement (median over the builds)")
     for med, key in sorted(((statistics.median(v), k) for k, v in per_statement.items()), reverse=True)[:args.top]:
         print(f"  {med:7.3f}  {key}")
