@@ -14,6 +14,7 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
+from spanrl.errors import resource_trouble
 from spanrl.ingest.scan import Reject, SpanFile, pinned_path, sniff_head
 
 
@@ -134,6 +135,8 @@ def decode_to_json_lines(item: SpanFile, fd: int, dst: Path) -> Path:
                 else:
                     out.write(_proto_to_json_line(payload, item.signal))
             except Exception as exc:  # noqa: BLE001 - any decode failure is a reject, never a crash
+                if resource_trouble(exc):  # but a full disk under the work folder is not the frame's fault
+                    raise
                 item.rejects.append(Reject(str(item.path), index, f"cannot decode frame: {exc}"))
         item.end = last_end if item.active else item.size
     return dst

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import duckdb
 
+from spanrl.errors import resource_error, resource_trouble
 from spanrl.ingest.anyvalue import register_any_json
-from spanrl.ingest.config import LakeConfig, describe_config_file
+from spanrl.ingest.config import LakeConfig
 from spanrl.ingest.decode import decode_to_json_lines, split_lines
 from spanrl.ingest.housekeeping import finish_interrupted
 from spanrl.ingest.lakeio import PARQUET_OPTIONS, lake_lock  # lake_lock: imported from here by later stages
@@ -107,6 +108,8 @@ def load_fast(con: duckdb.DuckDBPyConnection, item: SpanFile, src: Path, out: Pa
             break
         except duckdb.Error as exc:
             shutil.rmtree(out / table, ignore_errors=True)
+            if resource_trouble(exc):  # the machine's, not a bad line's: load_lake stops the run
+                raise
             if "maximum_object_size" not in str(exc) or size == FAST_OBJECT_SIZES[-1]:
                 return False
     if (out / table / "date=__HIVE_DEFAULT_PARTITION__").exists():
@@ -188,6 +191,8 @@ def stage_file(con: duckdb.DuckDBPyConnection, item: SpanFile, fd: int, out: Pat
         except duckdb.Error as exc:  # e.g. not UTF-8 text at all: the whole file is one reject
             for table in ("spans", "logs"):
                 shutil.rmtree(out / table, ignore_errors=True)
+            if resource_trouble(exc):  # out of memory or disk is no reason to reject a file
+                raise
             item.rejects.append(Reject(str(item.path), 0, f"cannot read the file as OTLP JSON lines: {exc}"))
     shutil.rmtree(work, ignore_errors=True)
     return _count(con, out / "spans"), _count(con, out / "logs")
@@ -235,10 +240,15 @@ def publish(staging: Path, lake: Path) -> None:
             path.replace(dest / path.name)
 
 
+def rejects_dir(lake: Path) -> Path:
+    """Where every run's rejected lines are kept (a Parquet file per run)."""
+    return lake / "_rejects"
+
+
 def write_rejects(lake: Path, run_id: str, rejects: list[Reject], now: datetime) -> None:
     if rejects:
-        (lake / "_rejects").mkdir(parents=True, exist_ok=True)
-        write_rows(lake / "_rejects" / f"{run_id}.parquet", [{**r.__dict__, "run_id": run_id, "ingested_at": now}
+        rejects_dir(lake).mkdir(parents=True, exist_ok=True)
+        write_rows(rejects_dir(lake) / f"{run_id}.parquet", [{**r.__dict__, "run_id": run_id, "ingested_at": now}
                                                              for r in rejects], REJECTS_COLUMNS)
 
 
@@ -264,9 +274,17 @@ def _file_record(item: SpanFile, spans: int, logs: int, now: datetime) -> dict:
 
 def load_lake(cfg: LakeConfig, on_progress: Callable[[SpanFile, int], None] | None = None,
               on_plan: Callable[[list[SpanFile]], None] | None = None) -> LakeSummary:
-    """Stage 1 of ``spanrl ingest``: every new byte of span files into the deduplicated lake."""
+    """Stage 1 of ``spanrl ingest``: every new byte of span files into the deduplicated lake. A run the
+    machine stops (memory, disk: ``resource_trouble``) records nothing and says so (exit 2)."""
     with lake_lock(cfg.data / "lake"):
-        return _load_lake(cfg, on_progress, on_plan)
+        try:
+            return _load_lake(cfg, on_progress, on_plan)
+        except Exception as exc:
+            if (kind := resource_trouble(exc)) is None:
+                raise
+            raise resource_error(exc, kind, "stage 1 (span files -> lake)", cfg.memory_limit, cfg.data / "lake",
+                                 "Nothing of this run was recorded: the next `spanrl ingest` reads the same span "
+                                 "files again (spans already in the lake are dropped as duplicates).") from exc
 
 
 def _load_lake(cfg: LakeConfig, on_progress: Callable[[SpanFile, int], None] | None,
@@ -360,40 +378,3 @@ def _stage_planned(con: duckdb.DuckDBPyConnection, item: SpanFile, out: Path, wo
     shutil.rmtree(out, ignore_errors=True)
     warnings.append(f"{item.path}: {problem}; nothing of it was recorded as ingested, it is read again next run")
     return None
-
-
-def load_lake_with_progress(cfg: LakeConfig) -> LakeSummary:
-    """``load_lake`` with a rich progress bar over bytes and a summary table (what the CLI prints)."""
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-    from rich.table import Table
-
-    console = Console(stderr=True)
-    with Progress(TextColumn("[bold]ingest[/] {task.description}"), BarColumn(), DownloadColumn(),
-                  TimeRemainingColumn(), console=console, transient=True) as progress:
-        task = progress.add_task("scanning", total=None)
-
-        def on_plan(plan: list[SpanFile]) -> None:
-            progress.update(task, total=sum(max(p.end - p.start, 0) for p in plan) or 1,
-                            description=f"{len(plan)} file(s)")
-
-        def on_progress(item: SpanFile, nbytes: int) -> None:
-            progress.update(task, advance=nbytes, description=item.path.name)
-
-        summary = load_lake(cfg, on_progress=on_progress, on_plan=on_plan)
-    table = Table(title=f"trace lake: {cfg.data / 'lake'}")
-    for col in ("files", "MB", "spans", "log records", "duplicates", "rejects", "seconds", "spans/s"):
-        table.add_column(col, justify="right")
-    table.add_row(str(summary.files), f"{summary.bytes / 1e6:.1f}", str(summary.spans), str(summary.logs),
-                  str(summary.duplicates), str(summary.rejects), f"{summary.seconds:.2f}", f"{summary.spans_per_s:,.0f}")
-    console.print(table)
-    console.print(describe_config_file(cfg), soft_wrap=True, highlight=False)
-    if not summary.files:
-        console.print(f"no new span data under {cfg.input or cfg.data / 'otel'}")
-    for r in summary.reject_samples:
-        console.print(f"[yellow]reject[/] {r.file}:{r.line}: {r.error}", soft_wrap=True, highlight=False)
-    for w in summary.warnings:
-        console.print(f"[yellow]warning[/] {w}", soft_wrap=True, highlight=False)
-    if summary.rejects:
-        console.print(f"{summary.rejects} bad line(s) kept in {cfg.data / 'lake' / '_rejects'}; the rest was ingested.")
-    return summary

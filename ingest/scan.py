@@ -28,7 +28,7 @@ from pathlib import Path
 
 import duckdb
 
-from spanrl.errors import InputError
+from spanrl.errors import InputError, resource_trouble
 from spanrl.sqlfiles import scratch, sql_literal
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -194,6 +194,8 @@ def read_file_state(lake: Path) -> dict[str, dict]:
             raise FileStateError(f"{path}: not the lake manifest (no column {', '.join(sorted(missing))})")
         rows = [dict(zip(names, values, strict=True)) for values in cur.fetchall()]
     except duckdb.Error as exc:
+        if resource_trouble(exc):  # out of memory is no reason to set the manifest aside and read everything again
+            raise
         raise FileStateError(f"{path}: unreadable ({str(exc).splitlines()[0]})") from None
     finally:
         con.close()

@@ -164,7 +164,8 @@ def _run_ingest(data: Path, flags: dict) -> None:
 
     (existing_data_root if flags.get("input") is None else new_data_root)(data)  # spans come from DATA/otel, or --input
     cfg = make_ingest_config(data=data, **flags)  # flags > $SPANRL_DATA > [ingest] > defaults
-    from spanrl.ingest.load import lake_lock, load_lake_with_progress
+    from spanrl.ingest.load import lake_lock
+    from spanrl.ingest.progress import load_lake_with_progress
 
     with lake_lock(cfg.data / "lake"):  # both stages, so no other writer slips in between them
         load_lake_with_progress(cfg)

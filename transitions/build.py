@@ -26,6 +26,7 @@ from typing import Any
 
 import duckdb
 
+from spanrl.errors import resource_error, resource_trouble
 from spanrl.ingest.lake import (  # stage 1's API
     CALL_RELATIONS,
     coverage_sql,
@@ -92,10 +93,18 @@ def build_transitions(cfg: BuildConfig, con: duckdb.DuckDBPyConnection | None = 
     prepared lake, e.g. a test's hand-built tables, which is always built in full).
 
     Holds the lake's writer lock (``lake_lock``): a second builder, or a builder beside a stage-1
-    ingest, is refused (exit 2) instead of reading a lake half published or racing for LATEST."""
+    ingest, is refused (exit 2) instead of reading a lake half published or racing for LATEST. A build
+    the machine stops (memory, disk: ``resource_trouble``) publishes nothing and says so (exit 2)."""
     with lake_lock(lake_dir(cfg.data)):
         _crash_point("locked")
-        return _build(cfg, con)
+        try:
+            return _build(cfg, con)
+        except Exception as exc:
+            if (kind := resource_trouble(exc)) is None:
+                raise
+            raise resource_error(exc, kind, "stage 2 (lake -> transition snapshot)", cfg.memory_limit, cfg.data,
+                                 "The lake keeps every span and the last snapshot is unchanged: the next `spanrl "
+                                 "ingest` or `spanrl transitions build` builds what this one did not.") from exc
 
 
 # Config keys that only say how a run goes, not which rows it makes: a change in any other key means
