@@ -79,7 +79,7 @@ def check_memory_limit(value: str) -> None:
     the accepted spellings are exactly DuckDB's (2GB, 512MiB, 80%...)."""
     import duckdb
 
-    from spanrl.sqlfiles import scratch, sql_literal
+    from spanrl.sqlfiles import drop_scratch, scratch, sql_literal
 
     if str(value).strip().startswith("-"):  # DuckDB reads a negative size as "no limit" (16383.9 PiB)
         raise InputError(f"--memory-limit {value!r}: a memory size cannot be negative; write it like 2GB, 512MB or 80%")
@@ -87,12 +87,17 @@ def check_memory_limit(value: str) -> None:
     try:
         con.execute(f"SET memory_limit = {sql_literal(str(value))}")
         limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    except duckdb.OutOfMemoryException:  # not even this query runs under it
+        limit = "0 bytes"
     except (duckdb.Error, InputError) as exc:
         raise InputError(f"--memory-limit {value!r}: not a memory size DuckDB accepts ({str(exc).splitlines()[0]}); "
                          "write it like 2GB, 512MB or 80%") from None
     finally:
-        con.execute("RESET memory_limit")  # a tiny limit for the run is not one for writing the lake manifest
+        try:
+            con.execute("RESET memory_limit")  # a tiny limit for the run is not one for writing the lake manifest
+        except duckdb.Error:  # a database with next to no memory may not even reset it: start a new one
+            drop_scratch()
         con.close()
     if limit.endswith("bytes") or limit.split()[0] in ("0", "0.0"):
-        raise InputError(f"--memory-limit {value!r}: {limit} is too little for DuckDB to run a query; "
+        raise InputError(f"--memory-limit {value!r}: too little for DuckDB to run a query; "
                          "give at least some MB, e.g. 512MB")

@@ -145,6 +145,8 @@ def _refusal(exc: duckdb.Error, con: duckdb.DuckDBPyConnection | None = None) ->
     if isinstance(exc, duckdb.PermissionException) or "file system operations are disabled" in text:
         return InputError(f"spanrl sql is read-only: it reads the lake's tables and no file ({text}). Query the "
                           "tables (spans, logs, llm_calls, ..., rejects, span_files); write results with --out.")
+    if isinstance(exc, duckdb.OutOfMemoryException):  # DuckDB's own hint (SET memory_limit) is refused here
+        return InputError(f"query failed: {text}; give it more memory with --memory-limit (e.g. --memory-limit 8GB)")
     if "configuration has been locked" in text:
         return InputError(f"spanrl sql is read-only: settings cannot be changed ({text})")
     return InputError(f"query failed: {text}")

@@ -49,6 +49,15 @@ def scratch() -> Any:
     return db.cursor()
 
 
+def drop_scratch() -> None:
+    """Close this process's scratch database (one left unusable: the next ``scratch()`` starts a new one)."""
+    import os
+
+    db = _SCRATCH.pop(os.getpid(), None)
+    if db is not None:
+        db.close()
+
+
 def header_problem(name: str, text: str) -> str | None:
     """What is wrong with a SQL file's header (None when nothing is): its object name, its purpose
     line, its declared parameters against the ones used outside comments."""

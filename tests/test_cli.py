@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from spanrl.cli import cli
+from spanrl.sqlfiles import drop_scratch
 
 COMMANDS = [
     ["collector"],
@@ -86,6 +87,16 @@ def test_an_input_that_matches_nothing_is_an_error(tmp_path) -> None:
 
 @pytest.mark.parametrize("value", ["-5GB", "0GB", "1KB", "lots"])
 def test_a_memory_limit_that_cannot_work_is_refused(tmp_path, value: str) -> None:
+    drop_scratch()  # as in a fresh process: a new scratch database could not even reset a 0-byte limit (exit 1)
     result = CliRunner().invoke(cli, ["sql", "--data", str(tmp_path), "--memory-limit", value, "select 1"])
     assert result.exit_code == 2, result.output
     assert "--memory-limit" in result.output
+
+
+def test_a_query_out_of_memory_says_to_raise_the_limit(tmp_path) -> None:
+    """DuckDB's own hint (SET memory_limit) is refused in spanrl sql: the message names the flag instead."""
+    big = "select length(string_agg(repeat('x', 1000), ',')) from range(100000)"  # a 100 MB string
+    result = CliRunner().invoke(cli, ["sql", "--data", str(tmp_path), "--memory-limit", "16MB", big])
+    assert result.exit_code == 2, result.output
+    assert "Out of Memory" in result.output and "give it more memory with --memory-limit" in result.output
+    assert CliRunner().invoke(cli, ["sql", "--data", str(tmp_path), "--memory-limit", "1GB", big]).exit_code == 0

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 
-from spanrl.errors import InputError
+from spanrl.errors import InputError, resource_trouble
 from spanrl.sqlfiles import one
 from spanrl.transitions.sqlfiles import read_sql
 
@@ -43,6 +43,8 @@ def load_feedback(con: duckdb.DuckDBPyConnection, data: Path) -> list[Path]:
         try:
             con.execute("INSERT INTO _feedback_raw " + reader, {"path": str(path), "first": first})
         except duckdb.Error as exc:
+            if resource_trouble(exc):  # out of memory or disk: the file is fine (build_transitions says what ran out)
+                raise
             raise InputError(
                 f"{path}: cannot read feedback ({str(exc).splitlines()[0]}); fix or remove the file "
                 "(one reward per row: rollout_id|trace_id|response_id, value, optional name and ts)"

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from spanrl import __version__, layout
-from spanrl.errors import InputError
+from spanrl.errors import InputError, resource_trouble
 from spanrl.publish import clean_drafts, draft_folder, publish, read_pointer, write_text_atomic
 from spanrl.sqlfiles import one, parquet_rows, scratch, sql_literal
 from spanrl.transitions.credit import credit_view_sql, with_air_columns
@@ -351,6 +351,9 @@ def read_snapshot(data: Path | str, ref: str = "LATEST") -> tuple[pa.Table, dict
             read = hash_content(con, "_digests", adv, air)
             n = one(con, "SELECT coalesce(sum(n_rows), 0) AS n FROM _digests")["n"]
         except duckdb.Error as exc:
+            if resource_trouble(exc):  # the machine's trouble says nothing about the snapshot: do not rebuild it
+                raise InputError(f"{folder}: reading the snapshot stopped ({str(exc).splitlines()[0]}); the snapshot "
+                                 "is not known to be bad: free memory or disk space and run it again") from None
             raise InputError(f"{folder}: corrupt snapshot ({str(exc).splitlines()[0]}); rebuild the snapshot") from None
         if n != manifest.get("rows"):
             raise InputError(f"{folder}: manifest says {manifest.get('rows')} rows, parts hold {n}; rebuild it")

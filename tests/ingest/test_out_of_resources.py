@@ -130,3 +130,25 @@ def test_stage2_on_a_full_disk_publishes_nothing_and_builds_once_space_is_back(r
         result = _run("ingest", "--data", str(data))
         assert result.exit_code == 0, result.output
         assert _content_hash(data) == reference
+
+
+def test_what_counts_as_the_machines_trouble() -> None:
+    import errno
+
+    import duckdb
+
+    from spanrl.errors import resource_trouble
+
+    con = duckdb.connect()
+    con.execute("SET memory_limit = '16MB'")
+    with pytest.raises(duckdb.Error) as oom:
+        con.execute("SELECT length(string_agg(repeat('x', 1000), ',')) FROM range(100000)").fetchall()
+    assert resource_trouble(oom.value) == "memory"
+    assert resource_trouble(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))) == "disk"
+    assert resource_trouble(OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))) == "disk"
+    assert resource_trouble(duckdb.IOException('Could not write file "x": No space left on device')) == "disk"
+    assert resource_trouble(duckdb.IOException('Cannot open file "x": Permission denied')) == "io"
+    with pytest.raises(duckdb.Error) as bad:  # bad input stays bad input: a reject, an error naming the line
+        con.execute("SELECT '{\"a\":'::JSON").fetchall()
+    assert resource_trouble(bad.value) is None
+    assert resource_trouble(OSError(errno.ENOENT, "gone")) is None and resource_trouble(MemoryError()) is None
