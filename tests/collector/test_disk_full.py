@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ import aiohttp
 import pytest
 
 from tests.helpers.collector import inprocess_collector, make_traces, running_collector
+from tests.helpers.disk import fill, tmpfs
 
 PB = {"Content-Type": "application/x-protobuf"}
 
@@ -33,28 +33,8 @@ def small_fs(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
     """
     marker = request.node.get_closest_marker("fs_options")
     data = tmp_path / "data"
-    mount = data / "otel"
-    mount.mkdir(parents=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", marker.args[0], "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
-    try:
+    with tmpfs(data / "otel", marker.args[0]):
         yield data
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def fill(path: Path) -> None:
-    """Writes zeros into ``path`` until the file system is full."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        while True:
-            os.write(fd, b"\0" * 4096)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def span_lines(path: Path) -> list[str]:

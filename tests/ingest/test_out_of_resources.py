@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +22,7 @@ from click.testing import CliRunner
 
 from spanrl.cli import cli
 from spanrl.errors import InputError
+from tests.helpers.disk import fill, tmpfs
 from tests.ingest.conftest import ingest
 
 
@@ -82,23 +82,9 @@ def test_stage2_out_of_memory_keeps_the_last_snapshot_and_the_next_run_builds_it
 @contextmanager
 def _full_disk(folder: Path) -> Iterator[Path]:
     """``folder`` as a 1 MiB tmpfs, filled to the last byte; yields the filler file (delete it to free the space)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
-    filler = folder / "filler"
-    try:
-        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
-        try:
-            while True:
-                os.write(fd, b"\0" * 4096)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-        yield filler
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
+    with tmpfs(folder, "size=1m"):
+        fill(folder / "filler")
+        yield folder / "filler"
 
 
 def test_stage1_on_a_full_disk_records_nothing_and_loads_everything_once_space_is_back(real_lake, tmp_path) -> None:
