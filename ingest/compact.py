@@ -153,8 +153,12 @@ def compact_partition(con: duckdb.DuckDBPyConnection, lake: Path, part: Partitio
     token = uuid.uuid4()
     tmp = part.folder / f".compact-{token}.parquet.tmp"
     final = part.folder / f"part-{token}.parquet"
-    con.execute(f"COPY ({read_sql('lake_compact')}) TO {sql_literal(tmp)} ({PARQUET_OPTIONS})",
-                {"files": [str(f) for f in part.files]})
+    try:
+        con.execute(f"COPY ({read_sql('lake_compact')}) TO {sql_literal(tmp)} ({PARQUET_OPTIONS})",
+                    {"files": [str(f) for f in part.files]})
+    except BaseException:  # out of memory or disk, say: no half-written temp file is left in the partition
+        tmp.unlink(missing_ok=True)
+        raise
     written, schema = pq.read_metadata(tmp).num_rows, pq.read_schema(tmp)
     if written != part.rows or not schema.equals(pq.read_schema(part.files[0]), check_metadata=False):
         tmp.unlink()

@@ -159,3 +159,17 @@ def _raises(fn) -> str:
     except InputError as exc:
         return str(exc)
     return ""
+
+
+def test_compaction_out_of_memory_changes_nothing_and_says_so(data: Path) -> None:
+    """The machine's trouble, not the lake's: exit 2 naming the limit, no partition touched, no temp file left."""
+    before = {t: rows(data, t) for t in ("spans", "logs")}
+    files = {t: parquet_files(data, t) for t in ("spans", "logs")}
+    # 1MB: a block or two of DuckDB's 256 KiB; the same lake compacts at 4MB
+    result = CliRunner().invoke(cli, ["lake", "compact", "--data", str(data), "--memory-limit", "1MB"])
+    assert result.exit_code == 2, result.output
+    assert "lake compaction stopped: DuckDB ran out of memory under --memory-limit 1MB" in result.output
+    assert {t: parquet_files(data, t) for t in ("spans", "logs")} == files
+    assert not list((data / "lake").rglob(".compact-*")) and not (data / "lake" / "_compacting.json").exists()
+    assert len(compact_lake(data).done) == 4
+    assert {t: rows(data, t) for t in ("spans", "logs")} == before
