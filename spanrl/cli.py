@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from spanrl import __version__
-from spanrl.errors import BadInput, InputError
+from spanrl.errors import BadInput, InputError, damaged_parquet, damaged_parquet_error
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
 
@@ -114,6 +114,11 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except InputError as exc:
             raise BadInput(str(exc)) from exc
+        except Exception as exc:  # a damaged Parquet file, in DuckDB's or pyarrow's words: where, and what to do
+            path = damaged_parquet(exc) if not isinstance(exc, click.ClickException) else None
+            if path is None:
+                raise
+            raise BadInput(str(damaged_parquet_error(path, exc))) from exc
 
 
 @click.group(cls=_Group, context_settings=CONTEXT_SETTINGS)

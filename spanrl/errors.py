@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -55,3 +56,35 @@ def resource_error(exc: BaseException, kind: str, where: str, memory_limit: str,
         "disk": f"{first}. {state} Free space on the file system of {root} and run it again.",
     }.get(kind, f"{first}. {state} Check the file system of {root} (space, permissions) and run it again.")
     return InputError(f"{where} stopped: {todo}")
+
+
+# A Parquet file spanrl reads that is no longer one (spanrl writes every file whole and renames it into
+# place, so this is damage from outside: a disk, a copy cut short, a hand edit). DuckDB and pyarrow name the
+# file in their own words; the CLI turns that into where it is and how to get its rows back (exit 2).
+_DAMAGE = re.compile(r"magic bytes|not a parquet file|is this a 'parquet' file|corrupt|deserializ|decompress", re.I)
+_PARQUET_PATH = re.compile(r"""['"]([^'"]*\.parquet)['"]""")
+
+
+def damaged_parquet(exc: BaseException) -> str | None:
+    """The path of the Parquet file ``exc`` says is damaged, else None."""
+    text = str(exc)
+    found = _PARQUET_PATH.search(text) if _DAMAGE.search(text) else None
+    return found.group(1) if found else None
+
+
+def damaged_parquet_error(path: str, exc: BaseException) -> InputError:
+    """What to do about a damaged file, by where it sits: the lake's rows come back from the span files
+    (the manifest set aside makes the next ingest read them all again, dropping what the lake still
+    holds); stage 2's tables and snapshots are rebuilt from the lake."""
+    first = str(exc).strip().splitlines()[0]
+    parts = Path(path).parts
+    if "lake" in parts and not any(p.startswith("_") for p in parts[parts.index("lake") + 1:]):
+        todo = ("move it out of the lake and move lake/_files.parquet aside: the next `spanrl ingest` reads every "
+                "span file under otel/ again and drops the spans the lake still holds, so this file's spans come "
+                "back from the span files that are still there")
+    elif "transitions" in parts:
+        todo = "rebuild stage 2 from the lake: `spanrl transitions build --rebuild`"
+    else:
+        todo = "move it out of the data root, or restore it from a copy"
+    return InputError(f"{path}: not a readable Parquet file any more ({first}); spanrl writes files whole, so it "
+                      f"was damaged after it was written. To go on, {todo}.")
