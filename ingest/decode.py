@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from spanrl.errors import resource_trouble
-from spanrl.ingest.scan import Reject, SpanFile, pinned_path, sniff_head
+from spanrl.ingest.scan import WHOLE_STREAMS, Reject, SpanFile, pinned_path, sniff_head
 
 
 def copy_range(fd: int, start: int, end: int, dst: Path) -> None:
@@ -77,6 +77,22 @@ def _zstd_decompress_stream(src: Path, dst: Path) -> str | None:
     return None
 
 
+def _gzip_decompress_stream(src: Path, dst: Path) -> str | None:
+    """Whole-file gzip stream (members one after another, as ``gzip`` and logrotate write them) -> dst;
+    returns an error text if torn or corrupt (what decompressed before the damage is kept)."""
+    import gzip
+    import zlib
+
+    with gzip.open(src, "rb") as fin, open(dst, "wb") as fout:
+        try:  # small reads: a read that meets the damage returns nothing, so keep the loss to one of them
+            shutil.copyfileobj(fin, fout, 1 << 16)
+        except (EOFError, OSError, zlib.error) as exc:
+            if resource_trouble(exc):
+                raise
+            return f"gzip stream ends early or is corrupt ({exc})"
+    return None
+
+
 def _read_all(fd: int, size: int) -> bytes:
     parts, pos = [], 0
     while pos < size:
@@ -100,9 +116,9 @@ def decode_to_json_lines(item: SpanFile, fd: int, dst: Path) -> Path:
             return pinned_path(fd)
         copy_range(fd, item.start, item.end, dst)
         return dst
-    if fmt == "zstd-stream":
+    if fmt in WHOLE_STREAMS:
         raw = dst.with_suffix(".raw")
-        err = _zstd_decompress_stream(pinned_path(fd), raw)
+        err = (_zstd_decompress_stream if fmt == "zstd-stream" else _gzip_decompress_stream)(pinned_path(fd), raw)
         if err and not item.active:
             item.rejects.append(Reject(str(item.path), 0, err))
         size = raw.stat().st_size

@@ -32,6 +32,7 @@ from spanrl.errors import InputError, resource_trouble
 from spanrl.sqlfiles import scratch, sql_literal
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+GZIP_MAGIC = b"\x1f\x8b"  # a span file gzipped after the fact (logrotate's compress, say)
 MAX_FRAME_BYTES = 64 << 20  # the collector's own limit on one decompressed request
 _PROTO_FIRST_TAG = 0x0A  # field 1 (resource_spans / resource_logs), length-delimited
 FINGERPRINT_BYTES = 4096
@@ -92,7 +93,7 @@ class SpanFile:
     size: int
     fingerprint: str
     fp_len: int
-    fmt: str  # json | proto | zstd-framed | zstd-stream
+    fmt: str  # json | proto | zstd-framed | zstd-stream | gzip
     signal: str  # traces | logs (a guess from the name; mixed JSON files still work)
     active: bool
     start: int = 0
@@ -144,8 +145,11 @@ def list_input_files(data: Path, pattern: str | None) -> list[Path]:
     return out
 
 
+WHOLE_STREAMS = ("zstd-stream", "gzip")  # whole-file compressed streams: decompressed whole, never resumed
+
+
 def sniff_head(head: bytes) -> str:
-    """JSON lines, zstd stream, length+zstd frames, or length-framed protobuf.
+    """JSON lines, zstd stream, gzip stream, length+zstd frames, or length-framed protobuf.
 
     Framed formats are recognised by their structure (a zstd magic, or a plausible first frame length
     followed by the first field of an Export*ServiceRequest); everything else is JSON lines and is
@@ -154,6 +158,8 @@ def sniff_head(head: bytes) -> str:
     """
     if head.startswith(ZSTD_MAGIC):
         return "zstd-stream"
+    if head.startswith(GZIP_MAGIC):  # never the first bytes of a JSON line or a plausible frame length
+        return "gzip"
     if len(head) >= 8 and head[4:8] == ZSTD_MAGIC:
         return "zstd-framed"
     if len(head) >= 5 and head[4] == _PROTO_FIRST_TAG and 0 < struct.unpack_from(">I", head)[0] <= MAX_FRAME_BYTES:
@@ -281,7 +287,7 @@ def _plan_one(path: Path, fd: int, state: dict[str, dict]) -> SpanFile | None:
     own = rec is not None and rec["path"] == str(path)
     if own and rec["status"] == "closed" and rec["size"] == size:
         return None  # a closed file is ingested once
-    if rec is not None and fmt != "zstd-stream":  # a zstd stream cannot be resumed mid-way
+    if rec is not None and fmt not in WHOLE_STREAMS:  # a compressed stream cannot be resumed mid-way
         item.start = min(rec["offset"], size)
         item.prior_rows = rec["rows"] if own else 0
     if fmt == "json" and item.active:
