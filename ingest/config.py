@@ -88,7 +88,7 @@ def check_memory_limit(value: str) -> None:
         con.execute(f"SET memory_limit = {sql_literal(str(value))}")
         limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
     except duckdb.OutOfMemoryException:  # not even this query runs under it
-        limit = "0 bytes"
+        limit = None
     except (duckdb.Error, InputError) as exc:
         raise InputError(f"--memory-limit {value!r}: not a memory size DuckDB accepts ({str(exc).splitlines()[0]}); "
                          "write it like 2GB, 512MB or 80%") from None
@@ -98,6 +98,6 @@ def check_memory_limit(value: str) -> None:
         except duckdb.Error:  # a database with next to no memory may not even reset it: start a new one
             drop_scratch()
         con.close()
-    if limit.endswith("bytes") or limit.split()[0] in ("0", "0.0"):
+    if limit is None or limit.endswith("bytes") or limit.split()[0] in ("0", "0.0"):
         raise InputError(f"--memory-limit {value!r}: too little for DuckDB to run a query; "
                          "give at least some MB, e.g. 512MB")

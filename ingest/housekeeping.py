@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from spanrl.errors import InputError, resource_error, resource_trouble
+from spanrl.errors import InputError, stops_on_resource_trouble
 from spanrl.ingest.compact import INTENT as COMPACT_INTENT
 from spanrl.ingest.compact import (
     Compacted,
@@ -37,13 +37,9 @@ def compact_lake(data: Path, min_files: int = 2, dry_run: bool = False, memory_l
     with lake_lock(lake):
         summary.repaired = pending_housekeeping(lake) if dry_run else finish_interrupted(lake)
         plan, summary.skipped = plan_compaction(lake, min_files)
-        try:
+        with stops_on_resource_trouble("lake compaction", memory_limit, lake, "No partition was left half "
+                                       "rewritten: those done before it are compacted, the others are as they were."):
             summary.done = [Compacted(p) for p in plan] if dry_run else compact_partitions(lake, plan, memory_limit)
-        except Exception as exc:
-            if (kind := resource_trouble(exc)) is None:
-                raise
-            raise resource_error(exc, kind, "lake compaction", memory_limit, lake, "No partition was left half "
-                                 "rewritten: those done before it are compacted, the others are as they were.") from exc
     summary.seconds = time.perf_counter() - t0
     return summary
 

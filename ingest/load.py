@@ -19,7 +19,7 @@ from pathlib import Path
 
 import duckdb
 
-from spanrl.errors import resource_error, resource_trouble
+from spanrl.errors import resource_trouble, stops_on_resource_trouble
 from spanrl.ingest.anyvalue import register_any_json
 from spanrl.ingest.config import LakeConfig
 from spanrl.ingest.decode import decode_to_json_lines, split_lines
@@ -276,15 +276,11 @@ def load_lake(cfg: LakeConfig, on_progress: Callable[[SpanFile, int], None] | No
               on_plan: Callable[[list[SpanFile]], None] | None = None) -> LakeSummary:
     """Stage 1 of ``spanrl ingest``: every new byte of span files into the deduplicated lake. A run the
     machine stops (memory, disk: ``resource_trouble``) records nothing and says so (exit 2)."""
-    with lake_lock(cfg.data / "lake"):
-        try:
-            return _load_lake(cfg, on_progress, on_plan)
-        except Exception as exc:
-            if (kind := resource_trouble(exc)) is None:
-                raise
-            raise resource_error(exc, kind, "stage 1 (span files -> lake)", cfg.memory_limit, cfg.data / "lake",
-                                 "Nothing of this run was recorded: the next `spanrl ingest` reads the same span "
-                                 "files again (spans already in the lake are dropped as duplicates).") from exc
+    with lake_lock(cfg.data / "lake"), stops_on_resource_trouble(
+            "stage 1 (span files -> lake)", cfg.memory_limit, cfg.data / "lake",
+            "Nothing of this run was recorded: the next `spanrl ingest` reads the same span files again (spans "
+            "already in the lake are dropped as duplicates)."):
+        return _load_lake(cfg, on_progress, on_plan)
 
 
 def _load_lake(cfg: LakeConfig, on_progress: Callable[[SpanFile, int], None] | None,

@@ -11,6 +11,8 @@ import errno
 import os
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -45,17 +47,25 @@ def resource_trouble(exc: BaseException) -> str | None:
     return None
 
 
-def resource_error(exc: BaseException, kind: str, where: str, memory_limit: str, root: Path | str,
-                   state: str) -> InputError:
-    """The message for ``resource_trouble``'s ``kind``: where it stopped, DuckDB's or the OS's own words,
-    ``state`` (what was and was not recorded), and what to do about it."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    todo = {
-        "memory": f"DuckDB ran out of memory under --memory-limit {memory_limit} ({first}). {state} If the machine "
-                  "has the memory, raise the limit (--memory-limit, or memory_limit under [ingest] in spanrl.toml).",
-        "disk": f"{first}. {state} Free space on the file system of {root} and run it again.",
-    }.get(kind, f"{first}. {state} Check the file system of {root} (space, permissions) and run it again.")
-    return InputError(f"{where} stopped: {todo}")
+@contextmanager
+def stops_on_resource_trouble(where: str, memory_limit: str, root: Path | str, state: str) -> Iterator[None]:
+    """Run a stage's body; the machine's trouble in it (``resource_trouble``) becomes the ``InputError``
+    that says ``where`` it stopped, DuckDB's or the OS's own words, ``state`` (what was and was not
+    recorded) and what to do about it (exit 2). Any other error passes through unchanged."""
+    try:
+        yield
+    except Exception as exc:
+        kind = resource_trouble(exc)
+        if kind is None:
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        todo = {
+            "memory": f"DuckDB ran out of memory under --memory-limit {memory_limit} ({first}). {state} If the "
+                      "machine has the memory, raise the limit (--memory-limit, or memory_limit under [ingest] in "
+                      "spanrl.toml).",
+            "disk": f"{first}. {state} Free space on the file system of {root} and run it again.",
+        }.get(kind, f"{first}. {state} Check the file system of {root} (space, permissions) and run it again.")
+        raise InputError(f"{where} stopped: {todo}") from exc
 
 
 # A Parquet file spanrl reads that is no longer one (spanrl writes every file whole and renames it into
@@ -77,12 +87,15 @@ def damaged_parquet_error(path: str, exc: BaseException) -> InputError:
     (the manifest set aside makes the next ingest read them all again, dropping what the lake still
     holds); stage 2's tables and snapshots are rebuilt from the lake."""
     first = str(exc).strip().splitlines()[0]
-    parts = Path(path).parts
-    if "lake" in parts and not any(p.startswith("_") for p in parts[parts.index("lake") + 1:]):
+    parts = Path(path).parts[:-1]
+    # the folder nearest the file decides (a data root may itself sit under a folder named lake)
+    at = next((i for i in range(len(parts) - 1, -1, -1) if parts[i] in ("lake", "transitions")), None)
+    under = parts[at] if at is not None else None
+    if under == "lake" and not any(p.startswith("_") for p in parts[at + 1:]):
         todo = ("move it out of the lake and move lake/_files.parquet aside: the next `spanrl ingest` reads every "
                 "span file under otel/ again and drops the spans the lake still holds, so this file's spans come "
                 "back from the span files that are still there")
-    elif "transitions" in parts:
+    elif under == "transitions":
         todo = "rebuild stage 2 from the lake: `spanrl transitions build --rebuild`"
     else:
         todo = "move it out of the data root, or restore it from a copy"

@@ -26,7 +26,7 @@ from typing import Any
 
 import duckdb
 
-from spanrl.errors import resource_error, resource_trouble
+from spanrl.errors import stops_on_resource_trouble
 from spanrl.ingest.lake import (  # stage 1's API
     CALL_RELATIONS,
     coverage_sql,
@@ -95,16 +95,12 @@ def build_transitions(cfg: BuildConfig, con: duckdb.DuckDBPyConnection | None = 
     Holds the lake's writer lock (``lake_lock``): a second builder, or a builder beside a stage-1
     ingest, is refused (exit 2) instead of reading a lake half published or racing for LATEST. A build
     the machine stops (memory, disk: ``resource_trouble``) publishes nothing and says so (exit 2)."""
-    with lake_lock(lake_dir(cfg.data)):
+    with lake_lock(lake_dir(cfg.data)), stops_on_resource_trouble(
+            "stage 2 (lake -> transition snapshot)", cfg.memory_limit, cfg.data,
+            "The lake keeps every span and the last snapshot is unchanged: the next `spanrl ingest` or `spanrl "
+            "transitions build` builds what this one did not."):
         _crash_point("locked")
-        try:
-            return _build(cfg, con)
-        except Exception as exc:
-            if (kind := resource_trouble(exc)) is None:
-                raise
-            raise resource_error(exc, kind, "stage 2 (lake -> transition snapshot)", cfg.memory_limit, cfg.data,
-                                 "The lake keeps every span and the last snapshot is unchanged: the next `spanrl "
-                                 "ingest` or `spanrl transitions build` builds what this one did not.") from exc
+        return _build(cfg, con)
 
 
 # Config keys that only say how a run goes, not which rows it makes: a change in any other key means

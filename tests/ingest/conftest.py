@@ -29,6 +29,20 @@ REAL_RUNS = [
 ]
 
 
+def fresh_root(real_lake, root: Path) -> Path:
+    """A new data root ``root/data`` holding only the real runs' span files (``real_lake``'s otel/)."""
+    data = root / "data"
+    shutil.copytree(real_lake[0] / "otel", data / "otel")
+    return data
+
+
+def content_hash(data: Path) -> str:
+    """The content hash of the snapshot LATEST points at."""
+    from spanrl.transitions.snapshot import latest_manifest
+
+    return latest_manifest(data)["content_hash"]
+
+
 def ingest(data: Path, **kw) -> LakeSummary:
     """Stage 1 only, on DATA/otel (or kw input=...)."""
     return load_lake(IngestConfig(data=data, no_transitions=True, threads=2, **kw))

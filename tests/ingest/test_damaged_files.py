@@ -12,7 +12,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from spanrl.cli import cli
-from tests.ingest.test_out_of_resources import _content_hash, _fresh
+from tests.ingest.conftest import content_hash, fresh_root
 
 
 def _run(*args: str):
@@ -32,9 +32,9 @@ def _damage(path: Path) -> None:
 
 
 def test_a_damaged_lake_file_is_named_and_its_spans_come_back_from_the_span_files(real_lake, tmp_path) -> None:
-    data = _fresh(real_lake, tmp_path)
+    data = fresh_root(real_lake, tmp_path)
     assert _run("ingest", "--data", str(data), "--settle", "0s").exit_code == 0
-    spans, reference = _count(data, "spans"), _content_hash(data)
+    spans, reference = _count(data, "spans"), content_hash(data)
     victim = sorted((data / "lake" / "spans").glob("*/*.parquet"))[0]
     _damage(victim)
     for args in (["transitions", "build", "--data", str(data), "--settle", "0s", "--rebuild"],
@@ -48,11 +48,11 @@ def test_a_damaged_lake_file_is_named_and_its_spans_come_back_from_the_span_file
     shutil.move(data / "lake" / "_files.parquet", tmp_path / "_files.parquet.aside")
     result = _run("ingest", "--data", str(data), "--settle", "0s")
     assert result.exit_code == 0, result.output
-    assert _count(data, "spans") == spans and _content_hash(data) == reference
+    assert _count(data, "spans") == spans and content_hash(data) == reference
 
 
 def test_a_damaged_stage2_table_is_named_and_a_rebuild_brings_it_back(real_lake, tmp_path) -> None:
-    data = _fresh(real_lake, tmp_path)
+    data = fresh_root(real_lake, tmp_path)
     assert _run("ingest", "--data", str(data), "--settle", "0s").exit_code == 0
     calls = _count(data, "llm_calls")
     for path in (data / "transitions" / "_tables").rglob("llm_calls.parquet"):

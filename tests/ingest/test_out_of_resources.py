@@ -10,9 +10,7 @@ runs (``real_lake``); the disk is a real, full tmpfs (root only, as the collecto
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,36 +21,24 @@ from click.testing import CliRunner
 from spanrl.cli import cli
 from spanrl.errors import InputError
 from tests.helpers.disk import fill, tmpfs
-from tests.ingest.conftest import ingest
-
-
-def _fresh(real_lake, root: Path) -> Path:
-    """A new data root holding only the real runs' span files."""
-    data = root / "data"
-    shutil.copytree(real_lake[0] / "otel", data / "otel")
-    return data
+from tests.ingest.conftest import content_hash, fresh_root, ingest
 
 
 def _run(*args: str):
     return CliRunner().invoke(cli, [*args, "--settle", "0s"])
 
 
-def _content_hash(data: Path) -> str:
-    latest = (data / "transitions" / "LATEST").read_text().strip()
-    return json.loads((data / "transitions" / latest / "manifest.json").read_text())["content_hash"]
-
-
 def _reference(real_lake, tmp_path: Path) -> tuple[int, str]:
     """Spans and snapshot content hash of the same files ingested with nothing going wrong."""
-    data = _fresh(real_lake, tmp_path / "reference")
+    data = fresh_root(real_lake, tmp_path / "reference")
     spans = ingest(data).spans
     assert _run("transitions", "build", "--data", str(data)).exit_code == 0
-    return spans, _content_hash(data)
+    return spans, content_hash(data)
 
 
 def test_stage1_out_of_memory_records_nothing_and_the_next_run_loads_every_span(real_lake, tmp_path) -> None:
     spans, _ = _reference(real_lake, tmp_path)
-    data = _fresh(real_lake, tmp_path)
+    data = fresh_root(real_lake, tmp_path)
     with pytest.raises(InputError) as err:
         ingest(data, memory_limit="8MB")  # below the 16 MiB JSON reader buffer: DuckDB cannot load any file
     message = str(err.value)
@@ -68,7 +54,7 @@ def test_stage1_out_of_memory_records_nothing_and_the_next_run_loads_every_span(
 
 def test_stage2_out_of_memory_keeps_the_last_snapshot_and_the_next_run_builds_it(real_lake, tmp_path) -> None:
     _, reference = _reference(real_lake, tmp_path)
-    data = _fresh(real_lake, tmp_path)
+    data = fresh_root(real_lake, tmp_path)
     assert _run("ingest", "--data", str(data), "--no-transitions").exit_code == 0
     result = _run("transitions", "build", "--data", str(data), "--memory-limit", "8MB")
     assert result.exit_code == 2, result.output
@@ -76,7 +62,7 @@ def test_stage2_out_of_memory_keeps_the_last_snapshot_and_the_next_run_builds_it
     assert "the last snapshot is unchanged" in result.output and not (data / "transitions" / "LATEST").exists()
     result = _run("ingest", "--data", str(data))  # no new span data, but the lake's rollouts are built now
     assert result.exit_code == 0, result.output
-    assert _content_hash(data) == reference
+    assert content_hash(data) == reference
 
 
 @contextmanager
@@ -89,7 +75,7 @@ def _full_disk(folder: Path) -> Iterator[Path]:
 
 def test_stage1_on_a_full_disk_records_nothing_and_loads_everything_once_space_is_back(real_lake, tmp_path) -> None:
     spans, _ = _reference(real_lake, tmp_path)
-    data = _fresh(real_lake, tmp_path)
+    data = fresh_root(real_lake, tmp_path)
     with _full_disk(data / "lake") as filler:
         with pytest.raises(InputError) as err:
             ingest(data)
@@ -104,7 +90,7 @@ def test_stage1_on_a_full_disk_records_nothing_and_loads_everything_once_space_i
 
 def test_stage2_on_a_full_disk_publishes_nothing_and_builds_once_space_is_back(real_lake, tmp_path) -> None:
     _, reference = _reference(real_lake, tmp_path)
-    data = _fresh(real_lake, tmp_path)
+    data = fresh_root(real_lake, tmp_path)
     with _full_disk(data / "transitions") as filler:
         result = _run("ingest", "--data", str(data))
         assert result.exit_code == 2, result.output
@@ -115,7 +101,7 @@ def test_stage2_on_a_full_disk_publishes_nothing_and_builds_once_space_is_back(r
         filler.unlink()
         result = _run("ingest", "--data", str(data))
         assert result.exit_code == 0, result.output
-        assert _content_hash(data) == reference
+        assert content_hash(data) == reference
 
 
 def test_what_counts_as_the_machines_trouble() -> None:
