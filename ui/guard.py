@@ -14,45 +14,21 @@ on 127.0.0.1:
   (``cross_site_navigation`` tells the handlers, which then do not start a search).
 
 The same checks apply with ``--token`` (the cookie is SameSite=Strict, the checks cost nothing).
+The Host and origin decisions are spanrl/webguard.py's, shared with ``spanrl gateway``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
+from spanrl.webguard import SAFE_METHODS, allowed_hosts, cross_site, host_name, host_refused, same_origin
+
+__all__ = ["allowed_hosts", "host_name", "is_cross_site", "origin_guard"]
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
-WILDCARDS = ("0.0.0.0", "::", "")
-SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 CROSS_SITE: web.RequestKey[bool] = web.RequestKey("cross_site", bool)
-
-
-def allowed_hosts(bind: str, extra: Iterable[str] = ()) -> frozenset[str] | None:
-    """The host names (no port) a request may name: None means any (a wildcard bind, where the
-    operator reaches the server by names this process cannot know; ``--allow-host`` narrows it)."""
-    extra = [h.strip().lower().strip("[]") for h in extra if h.strip()]
-    if bind.strip("[]") in WILDCARDS and not extra:
-        return None
-    names = {*LOOPBACK_NAMES, *extra}
-    if bind.strip("[]") not in WILDCARDS:
-        names.add(bind.lower().strip("[]"))
-    return frozenset(names)
-
-
-def host_name(host_header: str) -> str:
-    """``Host`` without its port, lower case, IPv6 brackets removed (``[::1]:8765`` -> ``::1``)."""
-    host = host_header.strip().lower()
-    if host.startswith("["):
-        return host[1:host.find("]")] if "]" in host else host
-    if host.count(":") == 1:
-        host = host.rsplit(":", 1)[0]
-    return host.rstrip(".")
-
-
-def origin_matches(origin: str, host_header: str, scheme: str) -> bool:
-    return origin.strip().lower() == f"{scheme}://{host_header.strip().lower()}"
 
 
 def origin_guard(hosts: frozenset[str] | None) -> Callable:
@@ -61,25 +37,20 @@ def origin_guard(hosts: frozenset[str] | None) -> Callable:
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        host = request.headers.get("Host", "")
-        if hosts is not None and host_name(host) not in hosts:
+        if host_refused(request, hosts):
             return web.Response(status=421, text=(
-                f"spanrl ui does not answer to Host {host!r} (a DNS-rebinding guard); open it as "
-                f"http://127.0.0.1:PORT/ or start it with --allow-host NAME\n"))
-        site = request.headers.get("Sec-Fetch-Site", "")
-        origin = request.headers.get("Origin")
+                f"spanrl ui does not answer to Host {request.headers.get('Host', '')!r} (a DNS-rebinding guard); "
+                f"open it as http://127.0.0.1:PORT/ or start it with --allow-host NAME\n"))
         if request.method not in SAFE_METHODS:
-            same = (origin_matches(origin, host, request.scheme) if origin is not None
-                    else site in ("", "same-origin", "none"))
-            if not same:
+            if not same_origin(request):
                 return web.Response(status=403, text="cross-origin request refused: spanrl ui changes state only "
                                                      "for its own pages\n")
-        elif site in ("cross-site", "same-site"):
+        elif cross_site(request):
             navigation = (request.headers.get("Sec-Fetch-Mode") == "navigate"
                           and request.headers.get("Sec-Fetch-Dest", "document") == "document")
             if not navigation or request.path.startswith("/api/"):
                 return web.Response(status=403, text="cross-origin read refused: open spanrl ui's pages directly\n")
-        request[CROSS_SITE] = site in ("cross-site", "same-site")
+        request[CROSS_SITE] = cross_site(request)
         return await handler(request)
 
     return middleware
