@@ -13,7 +13,9 @@ from spanrl.options import data_option
 @data_option
 @click.option("--upstream", required=True, help="The upstream's OpenAI base URL (vLLM, SGLang, spanrl serve, a hosted API), "
               "e.g. http://127.0.0.1:8000/v1.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Bind address.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Bind address (without --token, anyone who reaches it spends the upstream and writes training "
+                   "data: keep it local).")
 @click.option("--port", default=8400, show_default=True, type=int, help="Port (0 picks a free one; the URL is printed).")
 @click.option("--otlp", default=None, help="OTLP/HTTP base URL for the spans (default: an embedded collector writing DATA/otel).")
 @click.option("--token", envvar="SPANRL_GATEWAY_TOKEN", default=None,
@@ -26,8 +28,16 @@ from spanrl.options import data_option
                    "upstream rejects the field.")
 @click.option("--capture-messages/--no-capture-messages", default=True, show_default=True,
               help="Record gen_ai.input/output.messages on the spans (token ids are always recorded).")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Also answer to this Host name (repeatable). By default only the loopback names and the --host "
+                   "address are accepted, against DNS rebinding; requests from web pages (another Origin) get 403.")
+@click.option("--max-span-mib", default=8.0, show_default=True, type=float,
+              help="Most bytes of one call's recorded content (messages, tool definitions, token ids); above it the "
+                   "text is cut with a marker and the ids dropped, counted as truncated. Also the largest export "
+                   "request: keep it under the collector's limit (embedded: 64 MiB; OpenTelemetry Collector: 20 MiB).")
 def gateway(data: Path, upstream: str, host: str, port: int, otlp: str | None, token: str | None,
-            upstream_key: str | None, token_ids: str, capture_messages: bool) -> None:
+            upstream_key: str | None, token_ids: str, capture_messages: bool, allow_hosts: tuple[str, ...],
+            max_span_mib: float) -> None:
     """OpenAI-compatible proxy that records every LLM call of any agent with engine token ids.
 
     Point an agent's OPENAI_BASE_URL at it (or `spanrl rollout --policy-url` at its /v1): each
@@ -40,8 +50,10 @@ def gateway(data: Path, upstream: str, host: str, port: int, otlp: str | None, t
     """
     import logging
 
+    from spanrl.gateway.delivery import MIB
     from spanrl.gateway.server import GatewayConfig, run_gateway
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     run_gateway(GatewayConfig(upstream=upstream, data=data, host=host, port=port, otlp=otlp, token=token or None,
-                              upstream_key=upstream_key or None, token_ids=token_ids, capture_messages=capture_messages))
+                              upstream_key=upstream_key or None, token_ids=token_ids, capture_messages=capture_messages,
+                              allow_hosts=allow_hosts, max_span_bytes=int(max_span_mib * MIB)))

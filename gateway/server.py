@@ -8,6 +8,10 @@ hands each attempt: the span gets that ``spanrl.rollout_id`` and is a child of t
 attempt span (``traceparent``, ``-`` for none). A caller's own ``traceparent`` header wins as the
 parent (an instrumented agent: its client span and ours become one call, docs/lake.md). A call with
 neither is a root span, its own one-call rollout, counted in ``unattributed``.
+
+Every call is recorded or counted as not: a span's content is cut to ``max_span_bytes`` and the
+exporter's refusals are counted (gateway/delivery.py); a request naming a foreign Host (421) or
+coming from a web page (403) is refused before anything is forwarded (spanrl/webguard.py).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import sys
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -26,10 +31,12 @@ import aiohttp
 from aiohttp import web
 
 from spanrl.errors import InputError
+from spanrl.gateway.delivery import MIB, ORIGINAL_BYTES, TRUNCATED, Tally, fit, tracer_provider
 from spanrl.gateway.tracing import Accumulator, response_attributes, strip_extras
 from spanrl.layout import otel_dir
 from spanrl.serve.api import ApiError, auth_middleware, error_response, json_body
-from spanrl.serve.tracing import make_tracer_provider, request_attributes
+from spanrl.serve.tracing import request_attributes
+from spanrl.webguard import allowed_hosts, cross_site, host_refused, is_loopback, same_origin
 
 log = logging.getLogger("spanrl.gateway")
 SERVICE_NAME = "spanrl-gateway"
@@ -37,6 +44,7 @@ SCOPE = "spanrl.gateway"
 PREFIX = "/r/{rollout_id}/{traceparent}"
 UPSTREAM_TIMEOUT_S = 600.0
 AGENT_HEADER = "x-spanrl-agent"  # = spanrl.serve.server.AGENT_HEADER (not imported: that loads the engine)
+MAX_SPAN_MIB_RANGE = (1 / 16, 48.0)  # the OTLP exporter refuses requests over 64 MiB itself
 
 
 @dataclass
@@ -52,6 +60,9 @@ class GatewayConfig:
     upstream_key: str | None = None
     capture_messages: bool = True
     token_ids: str = "auto"  # auto: ask, stop asking when the upstream rejects the field; on; off
+    allow_hosts: tuple[str, ...] = ()  # Host names answered besides the loopback names and ``host``
+    max_span_bytes: int = 8 * MIB  # one call's recorded content, and one export request, at most
+    max_request_bytes: int = 64 * MIB  # an agent's request body, at most (413 above)
 
     def __post_init__(self) -> None:
         if not self.upstream.startswith(("http://", "https://")):
@@ -59,6 +70,11 @@ class GatewayConfig:
         self.upstream = self.upstream.rstrip("/")
         if self.token_ids not in ("auto", "on", "off"):
             raise InputError(f"--token-ids must be auto, on or off, got {self.token_ids!r}")
+        lo, hi = MAX_SPAN_MIB_RANGE
+        if not lo * MIB <= self.max_span_bytes <= hi * MIB:
+            raise InputError(f"--max-span-mib must be between {lo} and {hi:g} (the OTLP exporter refuses requests "
+                             f"over 64 MiB), got {self.max_span_bytes / MIB:g}")
+        self.allow_hosts = tuple(self.allow_hosts)
 
 
 @dataclass
@@ -70,13 +86,15 @@ class Gateway:
 
     def __post_init__(self) -> None:
         self.ask_ids = self.config.token_ids != "off"
+        self.tally = Tally()
         self.provider: Any = None
         self.tracer: Any = None
         self.session: aiohttp.ClientSession | None = None
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024 * 1024,
-                              middlewares=[auth_middleware(self.config.token, frozenset({"/health", "/spanrl/gateway"}))])
+        app = web.Application(client_max_size=self.config.max_request_bytes,
+                              middlewares=[self._guard(allowed_hosts(self.config.host, self.config.allow_hosts)),
+                                           auth_middleware(self.config.token, frozenset({"/health", "/spanrl/gateway"}))])
         for prefix in ("", PREFIX):
             app.router.add_post(prefix + "/v1/chat/completions", self.chat)
             app.router.add_get(prefix + "/v1/models", self.models)
@@ -86,8 +104,30 @@ class Gateway:
         app.on_cleanup.append(self._on_cleanup)
         return app
 
+    def _guard(self, hosts: frozenset[str] | None) -> Any:
+        """421 for a Host this gateway does not answer to (DNS rebinding), 403 for a request a browser
+        sent from another site: a web page must not spend the upstream's key nor write training data.
+        Agents (SDKs, httpx, curl) send no Origin and name the address they were given: they pass."""
+
+        @web.middleware
+        async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
+            if host_refused(request, hosts):
+                self.counts["refused"] += 1
+                return error_response(ApiError(
+                    f"spanrl gateway does not answer to Host {request.headers.get('Host', '')!r} (a DNS-rebinding "
+                    f"guard): call it as http://{self.config.host}:PORT/v1, or start it with --allow-host NAME", 421))
+            if not same_origin(request) or cross_site(request):
+                self.counts["refused"] += 1
+                return error_response(ApiError(
+                    f"cross-origin request refused (Origin {request.headers.get('Origin')!r}, Sec-Fetch-Site "
+                    f"{request.headers.get('Sec-Fetch-Site')!r}): spanrl gateway answers agents, not web pages", 403))
+            return await handler(request)
+
+        return guard
+
     async def _on_startup(self, _app: web.Application) -> None:
-        self.provider = make_tracer_provider(self.otlp_url, self.span_exporter, SERVICE_NAME)
+        self.provider = tracer_provider(self.otlp_url, self.span_exporter, SERVICE_NAME,
+                                        self.config.max_span_bytes, self.tally)
         self.tracer = self.provider.get_tracer(SCOPE)
         self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=UPSTREAM_TIMEOUT_S))
 
@@ -96,17 +136,34 @@ class Gateway:
             await self.session.close()
         if self.provider is not None:  # off the loop: the embedded collector may be on this loop
             await asyncio.get_running_loop().run_in_executor(None, self.provider.shutdown)
+            lost = self.span_counts()["spans_pending"]
+            if lost:  # ended but never exported: the queue was full, or the final flush timed out
+                self.tally.add(False, lost)
+                log.warning("spanrl gateway: %d span(s) never exported (export queue full or flush timed out); "
+                            "counted in spans_dropped", lost)
         log.info("spanrl gateway: %s", self.summary())
 
+    def span_counts(self) -> dict[str, int]:
+        """Spans ended, written (the exporter confirmed them), dropped (it refused them) and pending
+        (waiting in the export queue): every ended span is one of the last three."""
+        written, dropped = self.tally.written, self.tally.dropped
+        return {"spans": self.counts["spans"], "spans_written": written, "spans_dropped": dropped,
+                "spans_pending": self.counts["spans"] - written - dropped}
+
     def summary(self) -> str:
-        c = self.counts
+        c, s = self.counts, self.span_counts()
         return (f"{c['calls']} calls, {c['engine_ids']} with engine token ids, {c['failed']} failed, "
-                f"{c['unattributed']} with neither rollout id nor traceparent (each its own one-call rollout)")
+                f"{c['unattributed']} with neither rollout id nor traceparent (each its own one-call rollout); "
+                f"spans: {s['spans_written']} written, {s['spans_dropped']} dropped, {s['spans_pending']} pending, "
+                f"{c['truncated']} with content cut to --max-span-mib; {c['not_recorded']} calls not recorded "
+                f"(request body not JSON or over the size limit); {c['refused']} requests refused by the "
+                f"Host/origin guard")
 
     async def info(self, _request: web.Request) -> web.Response:
         return web.json_response({"gateway": "spanrl", "upstream": self.config.upstream, "otlp": self.otlp_url,
                                   "data": str(Path(self.config.data).resolve()), "asks_token_ids": self.ask_ids,
-                                  "counts": dict(self.counts)})
+                                  "max_span_bytes": self.config.max_span_bytes,
+                                  "counts": {**self.counts, **self.span_counts()}})
 
     def _upstream_headers(self, request: web.Request) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -126,7 +183,9 @@ class Gateway:
         except aiohttp.ClientError as exc:
             return error_response(ApiError(f"upstream {self.config.upstream} unreachable: {exc}", 502))
 
-    def _start_span(self, request: web.Request, body: dict[str, Any]) -> Any:
+    def _start_span(self, request: web.Request, body: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """The call's span and its request attributes; these are set when the span ends
+        (``_end_span``), once the whole call is known and fitted to ``max_span_bytes``."""
         from opentelemetry.propagate import extract
         from opentelemetry.trace import SpanKind
 
@@ -144,17 +203,31 @@ class Gateway:
         attrs["spanrl.gateway.upstream"] = self.config.upstream
         if rollout_id is not None:
             attrs["spanrl.rollout_id"] = rollout_id  # aiohttp decoded the path segment already (%2F -> /)
-        span.set_attributes(attrs)
-        return span
+        return span, attrs
+
+    def _end_span(self, span: Any, attrs: dict[str, Any]) -> None:
+        """Set the call's attributes, cut to ``max_span_bytes`` (counted in ``truncated``), and end it."""
+        fitted = fit(attrs, self.config.max_span_bytes)
+        span.set_attributes(fitted.attributes)
+        if fitted.truncated:
+            self.counts["truncated"] += 1
+            span.set_attributes({TRUNCATED: fitted.truncated, ORIGINAL_BYTES: fitted.original_bytes})
+            log.warning("spanrl gateway: call %s recorded %d bytes, over --max-span-mib %g: cut %s",
+                        fitted.attributes.get("gen_ai.response.id", "(no response id)"), fitted.original_bytes,
+                        self.config.max_span_bytes / MIB, ", ".join(fitted.truncated))
+        if "spanrl.response_token_ids" in fitted.attributes:
+            self.counts["engine_ids"] += 1
+        span.end()
+        self.counts["spans"] += 1
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         assert self.session is not None
         self.counts["calls"] += 1
-        span = None
+        span, attrs = None, {}
         try:
-            body = await json_body(request)
+            body = await self._body(request)
             asked = bool(body.get("return_token_ids"))
-            span = self._start_span(request, body)
+            span, attrs = self._start_span(request, body)
             resp = await self._post(request, body, asked, span)
             try:
                 if resp.status != 200:
@@ -164,14 +237,16 @@ class Gateway:
                     return web.Response(body=text, status=resp.status,
                                         content_type=resp.content_type or "application/json")
                 if "text/event-stream" in resp.headers.get("Content-Type", ""):
-                    return await self._stream(request, resp, span, asked)
-                data = await resp.json(content_type=None)
+                    return await self._stream(request, resp, attrs, asked)
+                data = self._completion(await resp.read(), resp.content_type)
             finally:
                 resp.release()
-            self._record(span, data)
+            self._record(attrs, data)
             return web.json_response(data if asked else strip_extras(data))
         except ApiError as exc:
             self.counts["failed"] += 1
+            if span is None:
+                self.counts["not_recorded"] += 1
             _fail(span, str(exc))
             return error_response(exc)
         except (aiohttp.ClientError, TimeoutError) as exc:
@@ -180,7 +255,31 @@ class Gateway:
             return error_response(ApiError(f"upstream {self.config.upstream} failed: {exc!r}", 502))
         finally:
             if span is not None:
-                span.end()
+                self._end_span(span, attrs)
+
+    async def _body(self, request: web.Request) -> dict[str, Any]:
+        """The agent's request as a JSON object; ApiError (400, 413) otherwise."""
+        try:
+            return await json_body(request)
+        except web.HTTPRequestEntityTooLarge:
+            raise ApiError(f"the request body is over {self.config.max_request_bytes} bytes, the most spanrl "
+                           "gateway accepts; send a shorter conversation", 413) from None
+
+    def _completion(self, raw: bytes, content_type: str) -> dict[str, Any]:
+        """An upstream's 200 body as a chat completion (a JSON object); a 502 ApiError naming what
+        came instead (an HTML page from a proxy, a list, broken JSON), never a traceback."""
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            what = f"a body that is not JSON ({exc})"
+        else:
+            if isinstance(data, dict):
+                return data
+            what = f"JSON {type(data).__name__}, not an object"
+        snippet = raw[:200].decode(errors="replace")
+        raise ApiError(f"upstream {self.config.upstream} answered HTTP 200 with {what} ({content_type}, {len(raw)} "
+                       f"bytes: {snippet!r}), not a chat completion; check that --upstream is the server's OpenAI "
+                       "base URL (e.g. http://HOST:8000/v1)", 502)
 
     async def _post(self, request: web.Request, body: dict[str, Any], asked: bool, span: Any) -> aiohttp.ClientResponse:
         """The upstream's response; asks for token ids unless told not to, and in ``auto`` stops
@@ -205,7 +304,7 @@ class Gateway:
                         self.config.upstream)
         return await self.session.post(url, json=body, headers=headers)
 
-    async def _stream(self, request: web.Request, resp: aiohttp.ClientResponse, span: Any,
+    async def _stream(self, request: web.Request, resp: aiohttp.ClientResponse, attrs: dict[str, Any],
                       asked: bool) -> web.StreamResponse:
         out = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await out.prepare(request)
@@ -226,17 +325,14 @@ class Gateway:
                     await out.write(line)
                 except ConnectionResetError:  # the client stopped reading (an SDK closes after [DONE]):
                     client_gone = True        # the upstream's answer is still read and recorded whole
-        self._record(span, acc.response())
+        self._record(attrs, acc.response())
         if not client_gone:
             with contextlib.suppress(ConnectionResetError):
                 await out.write_eof()
         return out
 
-    def _record(self, span: Any, data: dict[str, Any]) -> None:
-        attrs = response_attributes(data, self.config.capture_messages)
-        if "spanrl.response_token_ids" in attrs:
-            self.counts["engine_ids"] += 1
-        span.set_attributes(attrs)
+    def _record(self, attrs: dict[str, Any], data: dict[str, Any]) -> None:
+        attrs.update(response_attributes(data, self.config.capture_messages))
 
 
 class _Replay:
@@ -309,6 +405,10 @@ def gateway_in_background(config: GatewayConfig, span_exporter: Any = None) -> R
 
 def run_gateway(config: GatewayConfig) -> None:
     """Serve until SIGINT/SIGTERM; prints the URL once listening; flushes spans on the way out."""
+
+    if config.token is None and not is_loopback(config.host):
+        sys.stderr.write(f"warning: spanrl gateway on {config.host} without --token: anyone who reaches this port "
+                         "can call the upstream (with --upstream-key, on your key) and write training data\n")
 
     async def main() -> None:
         gateway, runner, collector, url = await _start(config, None)

@@ -18,6 +18,7 @@ error to an agent); the decisions are made here once.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable
 
 from aiohttp import web
@@ -25,6 +26,14 @@ from aiohttp import web
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 WILDCARDS = ("0.0.0.0", "::", "")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+def is_loopback(host: str) -> bool:
+    """The bind address is reachable from this machine only (a warning is due without a token otherwise)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def allowed_hosts(bind: str, extra: Iterable[str] = ()) -> frozenset[str] | None:

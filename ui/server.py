@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import socket
 import sys
 import time
@@ -15,13 +14,7 @@ from spanrl.errors import InputError
 from spanrl.layout import lake_dir
 from spanrl.ui.app import make_app
 from spanrl.ui.data import Lake
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
+from spanrl.webguard import is_loopback
 
 
 def run_ui(data: Path, host: str, port: int, token: str | None, allow_hosts: tuple[str, ...] = ()) -> None:
@@ -29,7 +22,7 @@ def run_ui(data: Path, host: str, port: int, token: str | None, allow_hosts: tup
     beyond this machine without a token."""
     if not data.is_dir():
         raise InputError(f"{data}: no such data root; pass --data DIR (the folder `spanrl ingest` wrote)")
-    if token is None and not _is_loopback(host):
+    if token is None and not is_loopback(host):
         sys.stderr.write(f"warning: serving {data} on {host} without --token: anyone who reaches this port "
                          "can read every prompt and answer in the lake\n")
     sock = bind(host, port)  # first: a taken port is said before seconds of preparation (issue 31)
