@@ -312,8 +312,15 @@ CREATE OR REPLACE MACRO restore_here(msgs, src_of, i) AS
 -- system prompt and in restored messages, never in the message a request ends with).
 CREATE OR REPLACE MACRO spanrl_msg_text(m) AS CASE WHEN json_type(m, '$.content') = 'ARRAY'
     THEN array_to_string(json_extract_string(m, '$.content[*].text'), '') ELSE coalesce(json_extract_string(m, '$.content'), '') END;
+-- A tool call's arguments as the fingerprint sees them: JSON minified; text that is not JSON as it is
+-- (never cast: an empty or torn value must not stop the query); no arguments, an empty string and
+-- `{}` are one (OpenInference leaves the attribute out of a call made with `{}`, a handoff's, while
+-- the GenAI instrumentation of the same request writes `{}`).
+CREATE OR REPLACE MACRO spanrl_args_fp(a) AS CASE
+    WHEN a IS NULL OR trim(a) IN ('', '{}') THEN ''
+    ELSE coalesce(CAST(try_cast(a AS JSON) AS VARCHAR), a) END;
 CREATE OR REPLACE MACRO spanrl_output_fp(m) AS md5(spanrl_msg_text(m) || chr(31) || coalesce(array_to_string(list_transform(
     json_extract(m, '$.tool_calls[*].function'),
-    lambda f: coalesce(f->>'name', '') || chr(30) || coalesce(try(json(f->>'arguments')), f->>'arguments', '')), chr(29)), ''));
+    lambda f: coalesce(f->>'name', '') || chr(30) || spanrl_args_fp(f->>'arguments')), chr(29)), ''));
 CREATE OR REPLACE MACRO spanrl_input_fp(msgs) AS
     md5(coalesce(json_extract_string(msgs, '$[#-1].role'), '') || chr(31) || spanrl_msg_text(json_extract(msgs, '$[#-1]')));
