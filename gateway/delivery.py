@@ -99,34 +99,40 @@ class Fitted:
 
 
 def fit(attributes: dict[str, Any], budget: int) -> Fitted:
-    """``attributes`` at most ``budget`` bytes (``value_bytes``), largest first: a text value (the
-    messages, the tool definitions) is cut and ends in a marker naming its original size, so it is
-    no longer JSON and the ingest reads it as missing content, never as a shorter conversation; the
-    token-id attributes are dropped together (the call is then recorded as text)."""
+    """``attributes`` in at most ``budget`` bytes (``value_bytes``). The token-id attributes are kept
+    whole when they fit beside the rest cut to markers, else dropped together (the call is then
+    recorded as text); then the largest text values (the messages, the tool definitions) are cut, each
+    ending in a marker naming its original size: no longer JSON, the ingest reads it as missing
+    content, never as a shorter conversation. The engine's ids, when kept, are what trains."""
     out = dict(attributes)
     sizes = {k: attribute_bytes(k, v) for k, v in out.items()}
     total = original = sum(sizes.values())
+    if total <= budget:
+        return Fitted(out)
+    ids = [k for k in out if _is_token_id_attribute(k)]
+    texts = [k for k in out if k not in ids and sizes[k] > SMALLEST_CUT]
+    floor = total - sum(sizes[k] for k in texts) + len(texts) * (2 * MARKER_RESERVE)
     cut: list[str] = []
-    while total > budget:
-        candidates = [k for k in out if k not in cut and sizes[k] > SMALLEST_CUT]
-        if not candidates:
+    if floor > budget:
+        for k in ids:
+            total -= sizes.pop(k)
+            del out[k]
+            cut.append(k)
+    for key in sorted(texts, key=sizes.__getitem__, reverse=True):
+        if total <= budget:
             break
-        key = max(candidates, key=sizes.__getitem__)
         value = out[key]
-        if isinstance(value, str) and not _is_token_id_attribute(key):
+        if isinstance(value, str):
             raw = value.encode("utf-8", "surrogatepass")
             keep = max(0, len(raw) - (total - budget) - MARKER_RESERVE)
             out[key] = (raw[:keep].decode("utf-8", "ignore")
                         + f"...[cut by spanrl gateway: {keep} of {len(raw)} bytes kept, see --max-span-mib]")
             total += attribute_bytes(key, out[key]) - sizes[key]
-            sizes[key] = attribute_bytes(key, out[key])
-            cut.append(key)
-            continue
-        for k in [k for k in out if _is_token_id_attribute(k)] if _is_token_id_attribute(key) else [key]:
-            total -= sizes.pop(k)
-            del out[k]
-            cut.append(k)
-    return Fitted(out, sorted(cut), original) if cut else Fitted(out)
+        else:  # a list that is not token ids (none is this big today): dropped whole
+            total -= sizes[key]
+            del out[key]
+        cut.append(key)
+    return Fitted(out, sorted(cut), original)
 
 
 # --------------------------------------------------------------------------- export

@@ -45,6 +45,7 @@ PREFIX = "/r/{rollout_id}/{traceparent}"
 UPSTREAM_TIMEOUT_S = 600.0
 AGENT_HEADER = "x-spanrl-agent"  # = spanrl.serve.server.AGENT_HEADER (not imported: that loads the engine)
 MAX_SPAN_MIB_RANGE = (1 / 16, 48.0)  # the OTLP exporter refuses requests over 64 MiB itself
+COUNTERS = ("calls", "engine_ids", "failed", "unattributed", "truncated", "not_recorded", "refused", "spans")
 
 
 @dataclass
@@ -86,6 +87,7 @@ class Gateway:
 
     def __post_init__(self) -> None:
         self.ask_ids = self.config.token_ids != "off"
+        self.counts.update(dict.fromkeys(COUNTERS, 0))  # every counter shown, zeros too
         self.tally = Tally()
         self.provider: Any = None
         self.tracer: Any = None
