@@ -75,6 +75,8 @@ class GatewayConfig:
         if not lo * MIB <= self.max_span_bytes <= hi * MIB:
             raise InputError(f"--max-span-mib must be between {lo} and {hi:g} (the OTLP exporter refuses requests "
                              f"over 64 MiB), got {self.max_span_bytes / MIB:g}")
+        if self.max_request_bytes <= 0:
+            raise InputError(f"max_request_bytes must be positive, got {self.max_request_bytes}")
         self.allow_hosts = tuple(self.allow_hosts)
 
 

@@ -76,11 +76,12 @@ def sized(tmp_path_factory):
             over.stop()
     ingest(data, "--missing-reward", "zero")
     rows = query_spans(data, """
-        SELECT attributes->>'gen_ai.response.id' AS id, attributes->>'spanrl.token_source' AS source,
-               attributes->>'spanrl.gateway.truncated' AS truncated,
-               attributes->>'spanrl.gateway.original_bytes' AS original,
-               attributes->>'gen_ai.input.messages' AS input
-        FROM spans WHERE scope_name = 'spanrl.gateway'""")
+        SELECT s.attributes->>'gen_ai.response.id' AS id, s.attributes->>'spanrl.token_source' AS source,
+               s.attributes->>'spanrl.gateway.truncated' AS truncated,
+               s.attributes->>'spanrl.gateway.original_bytes' AS original,
+               s.attributes->>'gen_ai.input.messages' AS input, c.input_messages AS call_input,
+               c.prompt_token_ids AS call_ids
+        FROM spans s LEFT JOIN llm_calls c USING (trace_id, span_id) WHERE s.scope_name = 'spanrl.gateway'""")
     yield {"ids": ids, "rows": {r["id"]: r for r in rows}, "gateway": gw.gateway, "over": over.gateway}
 
 
@@ -91,12 +92,15 @@ def test_every_call_reaches_the_lake_small_ones_whole(sized) -> None:
         row = rows[ids[name]]
         if name.startswith("small"):
             assert row["truncated"] is None and row["source"] == "engine", row
-            assert f"call-{name} " + "x" * size in row["input"]
+            assert f"call-{name} " + "x" * size in row["input"] and json.loads(row["call_input"])
+            prompt = list(row["call_ids"])  # the canned upstream's ids, all of them: one per 4 request bytes
+            assert prompt == list(range(1000, 1000 + len(prompt))) and len(prompt) > size // 4
         else:  # cut to the budget with a marker, its original size said, its ids dropped (text only now)
             assert "gen_ai.input.messages" in row["truncated"] and "spanrl.prompt_token_ids" in row["truncated"]
             assert row["source"] is None and int(row["original"]) > size
             assert row["input"].startswith('[{"role": "user", "parts": [{"type": "text", "content": "call-' + name)
             assert "cut by spanrl gateway" in row["input"] and len(row["input"]) < BUDGET
+            assert row["call_input"] is None and row["call_ids"] is None  # missing content, not a shorter prompt
 
 
 def test_the_counters_say_written_truncated_and_none_dropped(sized) -> None:
@@ -114,3 +118,25 @@ def test_a_span_the_collector_refuses_is_counted_dropped_not_written(sized) -> N
     over = sized["over"]
     assert over.span_counts() == {"spans": 1, "spans_written": 0, "spans_dropped": 1, "spans_pending": 0}
     assert "0 written, 1 dropped" in over.summary()
+
+
+def test_fit_keeps_the_engine_ids_whole_or_drops_them_together() -> None:
+    """Ids cut short would train on ids the engine never used: they stay whole when they fit beside
+    the text cut to markers (then they are what trains), else all go, token_source with them."""
+    from spanrl.gateway.delivery import fit, value_bytes
+
+    ids = {"spanrl.prompt_token_ids": list(range(1000, 3000)), "spanrl.response_token_ids": [7, 8, 9],
+           "spanrl.token_source": "engine"}
+    text = {"gen_ai.input.messages": json.dumps([{"role": "user", "content": "y" * 200_000}]),
+            "gen_ai.request.model": "policy"}
+    kept = fit({**text, **ids}, BUDGET)
+    assert kept.truncated == ["gen_ai.input.messages"] and kept.original_bytes > 200_000
+    assert {k: kept.attributes[k] for k in ids} == ids and kept.attributes["gen_ai.request.model"] == "policy"
+    assert sum(value_bytes(v) + len(k) + 16 for k, v in kept.attributes.items()) <= BUDGET
+    assert kept.attributes["gen_ai.input.messages"].endswith("bytes kept, see --max-span-mib]")
+
+    many = {**ids, "spanrl.prompt_token_ids": list(range(1000, 100_000))}
+    dropped = fit({**text, **many}, BUDGET)
+    assert dropped.truncated == sorted(["gen_ai.input.messages", *ids])
+    assert not set(ids) & set(dropped.attributes)
+    assert fit({**text, **ids}, 1024 * 1024).truncated == []  # under the budget: untouched
