@@ -33,8 +33,9 @@ from spanrl.options import data_option
                    "address are accepted, against DNS rebinding; requests from web pages (another Origin) get 403.")
 @click.option("--max-span-mib", default=8.0, show_default=True, type=float,
               help="Most bytes of one call's recorded content (messages, tool definitions, token ids); above it the "
-                   "text is cut with a marker and the ids dropped, counted as truncated. Also the largest export "
-                   "request: keep it under the collector's limit (embedded: 64 MiB; OpenTelemetry Collector: 20 MiB).")
+                   "text is cut with a marker (the token ids kept whole if they fit, else dropped), counted as "
+                   "truncated. Also the largest export request: keep it under the collector's limit (embedded: "
+                   "64 MiB; OpenTelemetry Collector: 20 MiB).")
 def gateway(data: Path, upstream: str, host: str, port: int, otlp: str | None, token: str | None,
             upstream_key: str | None, token_ids: str, capture_messages: bool, allow_hosts: tuple[str, ...],
             max_span_mib: float) -> None:

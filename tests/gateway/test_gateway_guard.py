@@ -75,6 +75,9 @@ def test_browser_requests_are_refused_before_anything_is_forwarded_or_recorded(g
     # an agent: no Origin, the Host it was given; it is answered and recorded
     assert _send(gw.url, body, {"Host": own, "Content-Type": "application/json"})[0] == 200
     assert len(upstream.exchanges) == 1 and len(exporter.get_finished_spans()) == 1
+    status, info = _send(gw.url, b"", {"Host": own}, "/spanrl/gateway", "GET")
+    assert status == 200 and {k: info["counts"][k] for k in ("calls", "refused", "spans_written", "spans_dropped")} \
+        == {"calls": 1, "refused": 5, "spans_written": 1, "spans_dropped": 0}
 
 
 def test_allow_host_adds_a_name_and_a_token_is_required_when_set(gateway) -> None:
