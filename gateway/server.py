@@ -11,7 +11,7 @@ neither is a root span, its own one-call rollout, counted in ``unattributed``.
 
 Every call is recorded or counted as not: a span's content is cut to ``max_span_bytes`` and the
 exporter's refusals are counted (gateway/delivery.py); a request naming a foreign Host (421) or
-coming from a web page (403) is refused before anything is forwarded (spanrl/webguard.py).
+coming from a web page (403) is refused before anything is forwarded (gateway/guard.py).
 """
 
 from __future__ import annotations
@@ -32,11 +32,13 @@ from aiohttp import web
 
 from spanrl.errors import InputError
 from spanrl.gateway.delivery import MIB, ORIGINAL_BYTES, TRUNCATED, Tally, fit, tracer_provider
+from spanrl.gateway.guard import gateway_guard
 from spanrl.gateway.tracing import Accumulator, response_attributes, strip_extras
+from spanrl.gateway.upstream import Replay, completion, fail
 from spanrl.layout import otel_dir
 from spanrl.serve.api import ApiError, auth_middleware, error_response, json_body
 from spanrl.serve.tracing import request_attributes
-from spanrl.webguard import allowed_hosts, cross_site, host_refused, is_loopback, same_origin
+from spanrl.webguard import allowed_hosts, is_loopback
 
 log = logging.getLogger("spanrl.gateway")
 SERVICE_NAME = "spanrl-gateway"
@@ -97,7 +99,8 @@ class Gateway:
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=self.config.max_request_bytes,
-                              middlewares=[self._guard(allowed_hosts(self.config.host, self.config.allow_hosts)),
+                              middlewares=[gateway_guard(allowed_hosts(self.config.host, self.config.allow_hosts),
+                                                         self.config.host, self.counts),
                                            auth_middleware(self.config.token, frozenset({"/health", "/spanrl/gateway"}))])
         for prefix in ("", PREFIX):
             app.router.add_post(prefix + "/v1/chat/completions", self.chat)
@@ -107,27 +110,6 @@ class Gateway:
         app.on_startup.append(self._on_startup)
         app.on_cleanup.append(self._on_cleanup)
         return app
-
-    def _guard(self, hosts: frozenset[str] | None) -> Any:
-        """421 for a Host this gateway does not answer to (DNS rebinding), 403 for a request a browser
-        sent from another site: a web page must not spend the upstream's key nor write training data.
-        Agents (SDKs, httpx, curl) send no Origin and name the address they were given: they pass."""
-
-        @web.middleware
-        async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
-            if host_refused(request, hosts):
-                self.counts["refused"] += 1
-                return error_response(ApiError(
-                    f"spanrl gateway does not answer to Host {request.headers.get('Host', '')!r} (a DNS-rebinding "
-                    f"guard): call it as http://{self.config.host}:PORT/v1, or start it with --allow-host NAME", 421))
-            if not same_origin(request) or cross_site(request):
-                self.counts["refused"] += 1
-                return error_response(ApiError(
-                    f"cross-origin request refused (Origin {request.headers.get('Origin')!r}, Sec-Fetch-Site "
-                    f"{request.headers.get('Sec-Fetch-Site')!r}): spanrl gateway answers agents, not web pages", 403))
-            return await handler(request)
-
-        return guard
 
     async def _on_startup(self, _app: web.Application) -> None:
         self.provider = tracer_provider(self.otlp_url, self.span_exporter, SERVICE_NAME,
@@ -237,12 +219,12 @@ class Gateway:
                 if resp.status != 200:
                     text = await resp.read()
                     self.counts["failed"] += 1
-                    _fail(span, f"upstream HTTP {resp.status}: {text[:300].decode(errors='replace')}")
+                    fail(span, f"upstream HTTP {resp.status}: {text[:300].decode(errors='replace')}")
                     return web.Response(body=text, status=resp.status,
                                         content_type=resp.content_type or "application/json")
                 if "text/event-stream" in resp.headers.get("Content-Type", ""):
                     return await self._stream(request, resp, attrs, asked)
-                data = self._completion(await resp.read(), resp.content_type)
+                data = completion(await resp.read(), resp.content_type, self.config.upstream)
             finally:
                 resp.release()
             self._record(attrs, data)
@@ -251,11 +233,11 @@ class Gateway:
             self.counts["failed"] += 1
             if span is None:
                 self.counts["not_recorded"] += 1
-            _fail(span, str(exc))
+            fail(span, str(exc))
             return error_response(exc)
         except (aiohttp.ClientError, TimeoutError) as exc:
             self.counts["failed"] += 1
-            _fail(span, f"upstream: {exc}")
+            fail(span, f"upstream: {exc}")
             return error_response(ApiError(f"upstream {self.config.upstream} failed: {exc!r}", 502))
         finally:
             if span is not None:
@@ -268,22 +250,6 @@ class Gateway:
         except web.HTTPRequestEntityTooLarge:
             raise ApiError(f"the request body is over {self.config.max_request_bytes} bytes, the most spanrl "
                            "gateway accepts; send a shorter conversation", 413) from None
-
-    def _completion(self, raw: bytes, content_type: str) -> dict[str, Any]:
-        """An upstream's 200 body as a chat completion (a JSON object); a 502 ApiError naming what
-        came instead (an HTML page from a proxy, a list, broken JSON), never a traceback."""
-        try:
-            data = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            what = f"a body that is not JSON ({exc})"
-        else:
-            if isinstance(data, dict):
-                return data
-            what = f"JSON {type(data).__name__}, not an object"
-        snippet = raw[:200].decode(errors="replace")
-        raise ApiError(f"upstream {self.config.upstream} answered HTTP 200 with {what} ({content_type}, {len(raw)} "
-                       f"bytes: {snippet!r}), not a chat completion; check that --upstream is the server's OpenAI "
-                       "base URL (e.g. http://HOST:8000/v1)", 502)
 
     async def _post(self, request: web.Request, body: dict[str, Any], asked: bool, span: Any) -> aiohttp.ClientResponse:
         """The upstream's response; asks for token ids unless told not to, and in ``auto`` stops
@@ -301,7 +267,7 @@ class Gateway:
                 return resp
             text = await resp.read()
             if b"return_token_ids" not in text:
-                return _Replay(resp, text)  # type: ignore[return-value]
+                return Replay(resp, text)  # type: ignore[return-value]
             resp.release()
             self.ask_ids = False
             log.warning("upstream %s rejects return_token_ids: recording text only (re-tokenised at training)",
@@ -337,29 +303,6 @@ class Gateway:
 
     def _record(self, attrs: dict[str, Any], data: dict[str, Any]) -> None:
         attrs.update(response_attributes(data, self.config.capture_messages))
-
-
-class _Replay:
-    """An upstream error response whose body was already read (so it can be passed through)."""
-
-    def __init__(self, resp: aiohttp.ClientResponse, body: bytes) -> None:
-        self.status, self.headers, self.content_type, self._body = resp.status, resp.headers, resp.content_type, body
-        resp.release()
-
-    async def read(self) -> bytes:
-        return self._body
-
-    def release(self) -> None:
-        return None
-
-
-def _fail(span: Any, message: str) -> None:
-    if span is None:
-        return
-    from opentelemetry.trace import Status, StatusCode
-
-    span.set_status(Status(StatusCode.ERROR, message))
-    span.set_attribute("error.type", "upstream_error" if message.startswith("upstream") else "invalid_request")
 
 
 # --------------------------------------------------------------------------- running it

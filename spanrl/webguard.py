@@ -1,5 +1,5 @@
 """Who may talk to a spanrl HTTP service on this machine: the Host allow-list and the same-origin
-rule that ``spanrl ui`` (ui/guard.py) and ``spanrl gateway`` (gateway/server.py) share.
+rule that ``spanrl ui`` (ui/guard.py) and ``spanrl gateway`` (gateway/guard.py) share.
 
 A service bound to 127.0.0.1 without a token is still reachable from any web page the operator
 opens, two ways:
