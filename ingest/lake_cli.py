@@ -17,12 +17,13 @@ if TYPE_CHECKING:
 
 @click.group()
 def lake() -> None:
-    """Housekeeping of the trace lake: compact small files, drop old date partitions.
+    """Housekeeping of the trace lake: compact small files, drop old date partitions, verify an S3 root.
 
     \b
     Example:
       spanrl lake compact --data ./spanrl-data
       spanrl lake prune --keep-days 30 --dry-run
+      spanrl lake verify --data s3://my-bucket/spanrl
     """
 
 
@@ -67,6 +68,33 @@ def lake_prune(data: Path, keep_days: int, dry_run: bool) -> None:
     from spanrl.ingest.housekeeping import prune_lake
 
     print_prune(prune_lake(data, keep_days, dry_run=dry_run))
+
+
+@lake.command("verify")
+@data_option
+def lake_verify(data: Path) -> None:
+    """Hash every object the current state of an S3 data root names; exit 2 listing the damaged ones.
+
+    Each file of a root on object storage is stored as objects/<sha256 of its bytes>; this fetches each
+    one the current manifest names and checks it (a read of the whole state; no lease, no mirror).
+    Readers and writers check every object they fetch anyway; this checks the ones nobody fetched.
+
+    \b
+    Example:
+      spanrl lake verify --data s3://my-bucket/spanrl
+    """
+    from spanrl.errors import InputError
+    from spanrl.integrity import damaged_report, verify_root
+    from spanrl.storage import is_remote
+
+    if not is_remote(data):
+        raise InputError(f"--data {data}: `spanrl lake verify` checks a data root on object storage "
+                         "(--data s3://BUCKET/PREFIX), whose files are stored under their sha256; a local root "
+                         "has no such record (its snapshots are checked against their content hash when read)")
+    report = verify_root(str(data))
+    if report.damaged:
+        raise damaged_report(report)
+    click.echo(report.summary())
 
 
 def human_bytes(n: int) -> str:

@@ -55,7 +55,7 @@ SHORT_HELP = {
     "gateway": "OpenAI-compatible proxy that records every LLM call of any agent with engine token ids.",
     "ingest": "Span files -> trace lake (Parquet) -> transition snapshot.",
     "judge": "Score each task group of rollouts with an LLM judge, relative within the group (RULER-style).",
-    "lake": "Housekeeping of the trace lake: compact small files, drop old date partitions.",
+    "lake": "Housekeeping of the trace lake: compact small files, drop old date partitions, verify an S3 root.",
     "report": "Reward per cycle (train and held-out), loss and tokens: report.png, report.html and a table.",
     "rollout": "Run an unmodified agent command N times per task; every sample is one rollout in the lake.",
     "serve": "OpenAI-compatible chat server (transformers + peft) that traces its own token ids.",
@@ -103,10 +103,10 @@ class _Group(click.Group):
             module, attribute = COMMANDS[name].split(":")
             command = getattr(importlib.import_module(module), attribute)
             self.add_command(command, name)
-        if command is not None:  # --data s3://BUCKET/PREFIX: run on the root's mirror (spanrl/remote.py)
-            from spanrl.remote import remote_aware
+        if command is not None:  # a missing root refused; --data s3://BUCKET/PREFIX run on its mirror (spanrl/roots.py)
+            from spanrl.roots import root_aware
 
-            command = remote_aware(command, name)
+            command = root_aware(command, name)
         return command
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]

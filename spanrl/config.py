@@ -252,7 +252,9 @@ def click_options(cls: type, *names: str) -> Callable[[Callable[..., Any]], Call
 def _option(f: dataclasses.Field, hint: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     m = f.metadata
     flag = m.get("flag") or "--" + f.name.replace("_", "-")
-    kw: dict[str, Any] = {"default": None, "help": help_text(f), "required": m.get("required", False)}
+    kw: dict[str, Any] = {"help": help_text(f), "required": m.get("required", False)}
+    if not kw["required"]:  # click >= 8.3 takes an explicit default=None as a value: a required flag left out
+        kw["default"] = None  # then reached the dataclass as a missing argument (a TypeError, exit 1)
     if m.get("metavar"):
         kw["metavar"] = m["metavar"]
     base = _base(hint)

@@ -2,6 +2,11 @@
 absent, renewed while the command runs, expiring so a writer that died elsewhere blocks no one for
 longer than ``SPANRL_LEASE_TTL_S`` (default 300 s); one that died on this machine (its pid is gone)
 is taken over at once. The object-storage counterpart of a local root's ``flock``.
+
+A ``LEASE`` that spanrl did not write (``hello``, ``[]``, even ``{}``) is refused, never taken over: it
+says nothing about whether a writer holds the root, and ``{}`` read as "expired at 0" would hand the
+root to this run silently. Whoever wrote it may be keeping writers out on purpose; deleting it is one
+command, named in the message (exit 2).
 """
 
 from __future__ import annotations
@@ -75,8 +80,37 @@ class Lease:
             self._thread.join(timeout=5)
         if self.lost is None:
             current = self.store.get(LEASE)
-            if current is not None and json.loads(current.body).get("token") == self.body["token"]:
+            if current is not None and _token(current.body) == self.body["token"]:
                 self.store.delete(LEASE)
+
+
+_FIELDS = {"token": str, "host": str, "pid": int, "command": str, "acquired_at": (int, float),
+           "expires_at": (int, float)}
+
+
+def _token(body: bytes) -> str | None:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    return value.get("token") if isinstance(value, dict) else None
+
+
+def _holder(store: ObjectStore, body: bytes) -> dict[str, Any]:
+    """The lease another run holds; an InputError naming ``LEASE`` when spanrl did not write it."""
+    try:
+        other = json.loads(body)
+    except ValueError:
+        other = None
+    if isinstance(other, dict) and all(isinstance(other.get(k), t) and not isinstance(other.get(k), bool)
+                                       for k, t in _FIELDS.items()):
+        return other
+    shown = repr(body[:60].decode("utf-8", "replace")) + ("..." if len(body) > 60 else "")
+    raise InputError(
+        f"{store.url}/{LEASE} is not a spanrl lease (it holds {shown}); spanrl writes the holder's token, host, "
+        "pid, command and expiry there, so something else wrote it, and whether a writer holds the root cannot be "
+        f"told. Nothing was written. If no spanrl command is writing {store.url}, delete that object "
+        f"(e.g. `aws s3 rm {store.url}/{LEASE}`) and run the command again.")
 
 
 def acquire_lease(store: ObjectStore, command: str) -> Lease:
@@ -94,7 +128,7 @@ def acquire_lease(store: ObjectStore, command: str) -> Lease:
             held = store.get(LEASE)
             if held is None:
                 continue  # released between our two calls: try again
-            other = json.loads(held.body)
+            other = _holder(store, held.body)
             dead_here = other.get("host") == body["host"] and not pid_alive(int(other.get("pid", -1)))
             if other.get("expires_at", 0) < now or dead_here:
                 try:

@@ -17,33 +17,39 @@ A crash anywhere before the ``ROOT`` swap leaves the old state (plus unreference
 run restores its mirror to that state (files not in the manifest are deleted, changed ones fetched
 again) and does the work again, so it ends where an uninterrupted run would have.
 
-Mirrors live under ``$SPANRL_CACHE`` (default ``~/.cache/spanrl``) at ``roots/<write|read>/BUCKET/
-PREFIX/root``: the same path every run on one machine, so what the lake records about its input
-files stays valid between runs, and a run fetches only the objects it does not have.
+Mirrors live under ``$SPANRL_CACHE`` (default ``~/.cache/spanrl``) at ``roots/<write|read>/ENDPOINT/
+BUCKET/PREFIX``: the same path every run on one machine, so what the lake records about its input
+files stays valid between runs, and a run fetches only the objects it does not have. The endpoint is
+part of the path and a reader's folder is named after the manifest (version and the writer's token),
+never the version number alone: the same bucket name on another endpoint, or a bucket recreated, is
+another root whose version 1 is not this one's. Every fetched object is hashed against its name, and a
+writer checks what its next state names before publishing it (spanrl/integrity.py); a fetched file
+gets the mtime the writer's file had, so stage 2's record of the lake files holds on a fresh mirror.
 """
 
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
+import re
 import shutil
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import click
+
 from spanrl.errors import InputError
+from spanrl.integrity import VERIFIED, ensure_named, fetch_object, sha256_file
 from spanrl.lease import Lease, acquire_lease
 from spanrl.publish import TMP_PREFIX, TRASH_PREFIX, exclusive, fsync_path
-from spanrl.storage import Conflict, ObjectStore, remote_url, split_url
+from spanrl.rootstate import MANIFESTS, OBJECTS, ROOT, RootState, manifest_body, missing_root, read_state
+from spanrl.storage import Conflict, ObjectStore, remote_url
 
-ROOT = "ROOT"
-OBJECTS = "objects"
-MANIFESTS = "manifests"
+__all__ = ["OBJECTS", "ROOT", "RootState", "read_state", "remote_root"]  # tests and tools read a root through here
+
 MIRROR_STATE = "mirror.json"  # next to the mirror's root folder, never inside it (so never uploaded)
 
 # What a run leaves behind that is not part of the root's state: lock files (``*.lock``), drafts being
@@ -55,10 +61,11 @@ def cache_root() -> Path:
     return Path(os.environ.get("SPANRL_CACHE") or Path.home() / ".cache" / "spanrl")
 
 
-def mirror_base(url: str, write: bool) -> Path:
-    """Where this machine keeps the mirror of ``url`` (its ``root`` folder and ``mirror.json``)."""
-    bucket, prefix = split_url(url)
-    return cache_root() / "roots" / ("write" if write else "read") / bucket / (prefix or "_")
+def mirror_base(store: ObjectStore, write: bool) -> Path:
+    """Where this machine keeps the mirror of ``store``'s root (its ``root`` folder and ``mirror.json``):
+    one per endpoint, bucket and prefix."""
+    endpoint = re.sub(r"[^A-Za-z0-9.-]+", "_", store.endpoint.split("://", 1)[-1]).strip("_") or "_"
+    return cache_root() / "roots" / ("write" if write else "read") / endpoint / store.bucket / (store.prefix or "_")
 
 
 def _transient(name: str) -> bool:
@@ -77,44 +84,19 @@ def walk(root: Path) -> dict[str, Path]:
     return found
 
 
-def sha256_file(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
 def _stamp(path: Path) -> list[int]:
     st = path.stat()
     return [st.st_size, st.st_mtime_ns]
 
 
-@dataclass
-class RootState:
-    """The root's state as ``ROOT`` named it when the run started."""
-
-    files: dict[str, list[Any]]  # relative path -> [sha256, size]
-    version: int
-    etag: str | None  # ROOT's ETag (None: no state yet)
-
-
-def read_state(store: ObjectStore) -> RootState:
-    pointer = store.get(ROOT)
-    if pointer is None:
-        return RootState({}, 0, None)
-    ref = json.loads(pointer.body)
-    manifest = store.get(ref["manifest"])
-    if manifest is None:
-        raise InputError(f"{store.url}: ROOT names {ref['manifest']}, which is missing; the root is damaged "
-                         "(restore that object from versioning/backup)")
-    return RootState(json.loads(manifest.body)["files"], int(ref["version"]), pointer.etag)
-
-
-def pull(store: ObjectStore, base: Path, state: RootState) -> Path:
+def pull(store: ObjectStore, base: Path, state: RootState) -> tuple[Path, dict[str, str]]:
     """Make ``base/root`` hold exactly ``state``'s files: keep those unchanged since the last pull or
-    push recorded them, fetch the others, delete what the state does not name. Returns ``base/root``."""
+    push recorded them (the record is the hash check of a file already here: it was hashed when fetched
+    or published, and a rewrite changes its mtime), fetch and hash the others, delete what the state does
+    not name. Returns ``base/root`` and {sha256: ETag} of the objects fetched."""
     root = base / "root"
     root.mkdir(parents=True, exist_ok=True)
-    record_path = base / MIRROR_STATE
-    record: dict[str, list[Any]] = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    record = _read_json(base / MIRROR_STATE)
     have = walk(root)
     by_sha: dict[str, Path] = {}
     for rel, path in have.items():
@@ -127,10 +109,15 @@ def pull(store: ObjectStore, base: Path, state: RootState) -> Path:
             p = Path(dirpath) / d
             if not any(p.iterdir()):
                 p.rmdir()
+    users: dict[str, list[str]] = {}
+    for rel, (sha, _) in sorted(state.files.items()):
+        users.setdefault(sha, []).append(rel)
     fresh: dict[str, list[Any]] = {}
+    fetched: dict[str, str] = {}
     for rel, (sha, size) in sorted(state.files.items()):
         path = root / rel
-        if by_sha.get(sha) == path:
+        mtime = state.mtimes.get(rel)
+        if by_sha.get(sha) == path and mtime in (None, path.stat().st_mtime_ns):
             fresh[rel] = [sha, *_stamp(path)]
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -138,25 +125,27 @@ def pull(store: ObjectStore, base: Path, state: RootState) -> Path:
         if sha in by_sha:  # the same bytes under another name: a copy, never a link (files are rewritten in place)
             shutil.copyfile(by_sha[sha], part)
         else:
-            store.download(f"{OBJECTS}/{sha}", part)
-        if part.stat().st_size != size:
-            part.unlink()
-            raise InputError(f"{store.url}: object {OBJECTS}/{sha} for {rel} has the wrong size; the root is damaged")
+            fetched[sha] = fetch_object(store, sha, size, users[sha], part, state.manifest or ROOT)
+        if mtime is not None:  # the writer's: stage 2 recorded the lake files by size and mtime
+            os.utime(part, ns=(mtime, mtime))
         os.replace(part, path)
         by_sha.setdefault(sha, path)
         fresh[rel] = [sha, *_stamp(path)]
-    _write_json(record_path, fresh)
-    return root
+    _write_json(base / MIRROR_STATE, fresh)
+    return root, fetched
 
 
-def push(store: ObjectStore, base: Path, state: RootState, lease: Lease, command: str) -> int | None:
-    """Publish ``base/root`` as the root's next state: upload the objects the store lacks, write the
-    manifest, swap ``ROOT``. Returns the new version (None: nothing changed, nothing written)."""
+def push(store: ObjectStore, base: Path, state: RootState, lease: Lease, command: str,
+         fetched: dict[str, str]) -> int | None:
+    """Publish ``base/root`` as the root's next state: upload the objects the store lacks, check that every
+    object the state names holds its bytes (``integrity.ensure_named``), write the manifest, swap ``ROOT``.
+    Returns the new version (None: nothing changed, nothing written; the objects are checked all the same,
+    so any writer run puts back what it holds). ``fetched``: {sha256: ETag} the pull hashed."""
     root = base / "root"
-    record_path = base / MIRROR_STATE
-    record: dict[str, list[Any]] = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    record = _read_json(base / MIRROR_STATE)
     files: dict[str, list[Any]] = {}
     stamps: dict[str, list[Any]] = {}
+    local: dict[str, Path] = {}
     by_inode: dict[tuple[int, int, int], str] = {}
     for rel, path in sorted(walk(root).items()):
         st = path.stat()
@@ -170,21 +159,29 @@ def push(store: ObjectStore, base: Path, state: RootState, lease: Lease, command
             by_inode[inode] = sha
         files[rel] = [sha, st.st_size]
         stamps[rel] = [sha, *stamp]
-    if files == state.files:
-        _write_json(record_path, stamps)
-        return None
-    known = {sha for sha, _ in state.files.values()}
+        local.setdefault(sha, path)
+    changed = files != state.files
     uploaded: set[str] = set()
-    for rel, (sha, _) in files.items():
-        if sha in known or sha in uploaded:
-            continue
-        if not store.exists(f"{OBJECTS}/{sha}"):
-            store.upload(f"{OBJECTS}/{sha}", root / rel)
-        uploaded.add(sha)
+    if changed:
+        known = {sha for sha, _ in state.files.values()}
+        for rel, (sha, _) in files.items():
+            if sha in known or sha in uploaded:
+                continue
+            if not store.exists(f"{OBJECTS}/{sha}"):  # else checked below like any object this run did not write
+                store.upload(f"{OBJECTS}/{sha}", root / rel)
+                uploaded.add(sha)
+            known.add(sha)
+    verified = {**_read_json(base / VERIFIED), **fetched}
+    named_by = "the manifest this run publishes" if changed else (state.manifest or ROOT)
+    _write_json(base / VERIFIED, ensure_named(store, files, local, uploaded, verified, named_by,
+                                              lambda line: click.echo(line, err=True)))
+    if not changed:
+        _write_json(base / MIRROR_STATE, stamps)
+        return None
     version = state.version + 1
     name = f"{MANIFESTS}/{version:08d}-{lease.body['token']}.json"
-    store.put(name, json.dumps({"version": version, "created_at": time.time(), "command": command,
-                                "files": files}, sort_keys=True).encode(), if_none_match=True)
+    mtimes = {rel: stamp[2] for rel, stamp in stamps.items()}
+    store.put(name, manifest_body(version, command, files, mtimes), if_none_match=True)
     if os.environ.get("SPANRL_TEST_CRASH_AT") == "remote_publish":  # tests: die between manifest and swap
         os._exit(137)
     lease.check()
@@ -197,8 +194,17 @@ def push(store: ObjectStore, base: Path, state: RootState, lease: Lease, command
     except Conflict:
         raise InputError(f"{store.url}: ROOT changed while this run held the lease (another writer ignored it?); "
                          "nothing was published by this run. Re-run the command.") from None
-    _write_json(record_path, stamps)
+    _write_json(base / MIRROR_STATE, stamps)
     return version
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A mirror's own record, or {} when it is missing or torn (the next run re-checks what it covered)."""
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _write_json(path: Path, value: Any) -> None:
@@ -209,12 +215,14 @@ def _write_json(path: Path, value: Any) -> None:
 
 
 @contextmanager
-def remote_root(url: str, write: bool, command: str) -> Iterator[Path]:
+def remote_root(url: str, write: bool, command: str, may_start: bool = True) -> Iterator[Path]:
     """Run a command's body on the local mirror of the root ``url``; a writer publishes what the body
-    left in the mirror when (and only when) it returns normally."""
+    left in the mirror when (and only when) it returns normally. A root with no ``ROOT`` yet is refused
+    (exit 2) unless ``may_start``, and always for a reader: a typo in the prefix must not read as an
+    empty root."""
     url = remote_url(url)
     store = ObjectStore(url)
-    base = mirror_base(url, write)
+    base = mirror_base(store, write)
     base.mkdir(parents=True, exist_ok=True)
     if not write:
         with read_mirror(store, base) as root:
@@ -222,16 +230,18 @@ def remote_root(url: str, write: bool, command: str) -> Iterator[Path]:
         return
     busy = (f"another spanrl command on this machine is writing the mirror of {url} ({base}); "
             "wait for it to finish")
+    if not may_start and store.get(ROOT) is None:  # before the lease: nothing written under a typo
+        raise missing_root(url)
     lease = acquire_lease(store, command)  # first: a refusal names the writer
     try:
         with exclusive(base / ".mirror.lock", busy):
             state = read_state(store)
-            root = pull(store, base, state)
+            if state.etag is None and not may_start:
+                raise missing_root(url)
+            root, fetched = pull(store, base, state)
             yield root
-            version = push(store, base, state, lease, command)
+            version = push(store, base, state, lease, command, fetched)
             if version is not None:
-                import click
-
                 click.echo(f"published {url} (version {version})", err=True)
     finally:
         lease.release()
@@ -239,12 +249,14 @@ def remote_root(url: str, write: bool, command: str) -> Iterator[Path]:
 
 @contextmanager
 def read_mirror(store: ObjectStore, base: Path) -> Iterator[Path]:
-    """A reader's mirror: one folder per state version (``v<version>/``), filled once (from the newest
-    older one, hard-linked, plus the objects that changed) and shared by every reader of that version,
-    each holding a shared lock on it while it runs (``spanrl ui`` for hours, ``spanrl sql`` beside it).
-    Versions no reader holds are removed, the newest excepted."""
+    """A reader's mirror: one folder per published state (``v<version>-<token>/``, the manifest's unique
+    name), filled once (from the newest older one, hard-linked, plus the objects that changed) and shared
+    by every reader of that state, each holding a shared lock on it while it runs (``spanrl ui`` for
+    hours, ``spanrl sql`` beside it). States no reader holds are removed, the newest excepted."""
     state = read_state(store)
-    folder = base / f"v{state.version:08d}"
+    if state.etag is None:
+        raise missing_root(store.url)
+    folder = base / f"v{state.name}"
     held = open(base / f".in-use-{folder.name}", "w")  # noqa: SIM115 - held for the whole command
     with open(base / ".pull.lock", "w") as pull_lock:
         fcntl.flock(pull_lock, fcntl.LOCK_EX)  # readers of one machine fill and drop versions one at a time
@@ -283,49 +295,3 @@ def _drop_unused_versions(base: Path, keep: Path) -> None:
                 continue  # a reader still runs on it
             shutil.rmtree(folder, ignore_errors=True)
         (base / f".in-use-{folder.name}").unlink(missing_ok=True)
-
-
-# Which commands may take ``--data s3://...``: writers hold the lease and publish; readers work on a
-# read-only mirror of the current state. Any other command refuses such a root by name.
-WRITERS = frozenset({"ingest", "transitions build", "transitions clean", "lake compact", "lake prune", "train",
-                     "adapters promote", "adapters clean", "judge"})
-READERS = frozenset({"sql", "export", "ui", "tasks", "adapters list", "report"})
-
-
-def remote_aware(command: Any, path: str) -> Any:
-    """``command`` (a click command or group, named ``path`` under ``spanrl``) such that a ``--data``
-    (or ``$SPANRL_DATA``) on object storage runs it on the root's local mirror (``remote_root``)."""
-    import click
-
-    if isinstance(command, click.Group):
-        for name, sub in list(command.commands.items()):
-            command.commands[name] = remote_aware(sub, f"{path} {name}")
-        return command
-    if getattr(command, "_spanrl_remote", False):
-        return command
-    original = command.invoke
-
-    def invoke(ctx: click.Context) -> Any:
-        from spanrl.storage import is_remote
-
-        data = ctx.params.get("data")
-        if not is_remote(data):
-            return original(ctx)
-        if path not in WRITERS and path not in READERS:
-            raise InputError(f"`spanrl {path}` cannot use a data root on object storage ({remote_url(data)}); "
-                             f"these can: {', '.join(sorted(WRITERS | READERS))}. Give it a local --data.")
-        with remote_root(str(data), write=path in WRITERS, command=f"spanrl {path}") as local:
-            ctx.params["data"] = local
-            before = os.environ.get("SPANRL_DATA")
-            os.environ["SPANRL_DATA"] = str(local)  # for code that resolves the root itself
-            try:
-                return original(ctx)
-            finally:
-                if before is None:
-                    os.environ.pop("SPANRL_DATA", None)
-                else:
-                    os.environ["SPANRL_DATA"] = before
-
-    command.invoke = invoke
-    command._spanrl_remote = True
-    return command

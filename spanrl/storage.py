@@ -12,8 +12,8 @@ never pays for it.
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,28 @@ class Conflict(Exception):
 class Stored:
     body: bytes
     etag: str
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What one GET read: the sha256 of its bytes, their count, and the ETag of the version read."""
+
+    sha256: str
+    size: int
+    etag: str
+
+
+class _Discard:
+    """A sink for bytes that are only hashed (``ObjectStore.fetch`` without a path)."""
+
+    def __enter__(self) -> _Discard:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+    def write(self, chunk: bytes) -> None:
+        return None
 
 
 def is_remote(value: str | os.PathLike[str] | None) -> bool:
@@ -90,6 +112,12 @@ class ObjectStore:
         except EndpointConnectionError as exc:
             raise InputError(f"{self.url}: cannot reach the store ({exc}); check AWS_ENDPOINT_URL") from None
 
+    @property
+    def endpoint(self) -> str:
+        """The URL the client talks to (``AWS_ENDPOINT_URL``, else AWS's regional one): the same bucket name
+        on two endpoints is two roots, and a mirror of one must never serve the other."""
+        return str(self.client.meta.endpoint_url)
+
     def key(self, rel: str) -> str:
         return f"{self.prefix}/{rel}" if self.prefix else rel
 
@@ -141,13 +169,46 @@ class ObjectStore:
     def upload(self, rel: str, path: Path) -> None:
         self.client.upload_file(str(path), self.bucket, self.key(rel))
 
-    def download(self, rel: str, path: Path) -> None:
-        self.client.download_file(self.bucket, self.key(rel), str(path))
+    def fetch(self, rel: str, path: Path | None = None) -> Fetched | None:
+        """Read ``rel`` in one GET, hashing the bytes as they come (and writing them to ``path`` when
+        given): the digest is of exactly the bytes written, and the ETag names the object version read.
+        None when there is no such object. A stream cut short is read again (three tries)."""
+        from botocore.exceptions import (
+            ClientError,
+            ConnectionClosedError,
+            IncompleteReadError,
+            ReadTimeoutError,
+            ResponseStreamingError,
+        )
 
-    def list(self, rel_prefix: str = "") -> Iterator[str]:
-        """Every key under ``rel_prefix``, relative to the store's prefix."""
+        for attempt in range(3):
+            try:
+                r = self.client.get_object(Bucket=self.bucket, Key=self.key(rel))
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                    return None
+                raise
+            digest, size = hashlib.sha256(), 0
+            try:
+                with open(path, "wb") if path is not None else _Discard() as sink:
+                    for chunk in r["Body"].iter_chunks(1 << 20):
+                        digest.update(chunk)
+                        sink.write(chunk)
+                        size += len(chunk)
+            except (ConnectionClosedError, IncompleteReadError, ReadTimeoutError, ResponseStreamingError):
+                if attempt == 2:
+                    raise
+                continue
+            return Fetched(digest.hexdigest(), size, r["ETag"])
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def listing(self, rel_prefix: str = "") -> dict[str, tuple[str, int]]:
+        """{key relative to the prefix: (ETag, size)} of every object under ``rel_prefix``: one request
+        per 1,000 objects, where a HEAD per object would cost one each."""
         strip = len(self.prefix) + 1 if self.prefix else 0
+        out: dict[str, tuple[str, int]] = {}
         pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.key(rel_prefix))
         for page in pages:
             for obj in page.get("Contents", []):
-                yield obj["Key"][strip:]
+                out[obj["Key"][strip:]] = (obj["ETag"], int(obj["Size"]))
+        return out

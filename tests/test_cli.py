@@ -52,13 +52,27 @@ def test_sql_help_does_not_import_torch() -> None:
 
 @pytest.mark.parametrize("args", [
     ["ingest"], ["transitions", "build"], ["transitions", "clean", "--keep", "2"],
-], ids=lambda a: " ".join(a))
+    # the readers (and the writers that read a snapshot) share one check (spanrl/roots.py); before it,
+    # `spanrl sql` and `spanrl adapters list` answered from nothing with exit 0 (issue 44)
+    ["sql", "select 1"], ["export", "--format", "parquet", "--out", "out"], ["tasks"], ["adapters", "list"],
+    ["report"], ["ui"], ["train", "--model", "m"], ["judge", "--judge-url", "http://x", "--judge-model", "m"],
+], ids=lambda a: " ".join(a[:2]))
 def test_a_missing_data_root_is_refused_not_created(tmp_path, args: list[str]) -> None:
     """A typo in --data must not leave an empty tree behind and report success (issue 25)."""
     root = tmp_path / "typo" / "data"
     result = CliRunner().invoke(cli, [*args, "--data", str(root)])
     assert result.exit_code == 2, result.output
     assert "no such data root" in result.output and not (tmp_path / "typo").exists()
+
+
+@pytest.mark.parametrize(("args", "flag"), [(["export", "--out", "out"], "--format"), (["train"], "--model")],
+                         ids=lambda a: a[0] if isinstance(a, list) else a)
+def test_a_required_flag_left_out_is_a_usage_error(args: list[str], flag: str) -> None:
+    """`spanrl export` without --format was a TypeError traceback (exit 1): click 8.3+ takes the explicit
+    default=None the flags had as a value, so `required` never fired (issue 44)."""
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    assert f"Missing option '{flag}'" in result.output
 
 
 @pytest.mark.parametrize("args", [

@@ -32,3 +32,36 @@ def new_bucket(env: dict[str, str]) -> str:
     name = f"b-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1").create_bucket(Bucket=name)
     return name
+
+
+@contextmanager
+def s3_server_process() -> Iterator[dict[str, str]]:
+    """Another S3 server, in its own process: moto's servers in one process share one store, so two
+    endpoints that must hold different buckets of the same name need two processes."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"moto server on {url} did not start") from None
+                time.sleep(0.1)
+        yield {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
+               "AWS_ENDPOINT_URL": url}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
