@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import time
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +32,7 @@ from spanrl.publish import exclusive, fsync_path, write_text_atomic
 # 16 instead of 15 MB (one-off measurement, 2026-11-27)
 PARQUET_OPTIONS = "FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE 20480"  # every lake file is written so
 CRASH_ENV = "SPANRL_TEST_CRASH_AT"
+HOLD_ENV = "SPANRL_TEST_HOLD_AT"  # "<point>:<file>": wait at <point> until <file> exists (tests only)
 TABLES = ("spans", "logs")  # the date-partitioned lake tables housekeeping works on
 
 
@@ -43,9 +46,16 @@ def lake_lock(lake: Path) -> AbstractContextManager[None]:
 
 
 def crash_point(point: str) -> None:
-    """Die like ``kill -9`` here when a test asked for it (``SPANRL_TEST_CRASH_AT=<point>``)."""
+    """Die like ``kill -9`` here when a test asked for it (``SPANRL_TEST_CRASH_AT=<point>``), or wait
+    here until a file exists (``SPANRL_TEST_HOLD_AT=<point>:<file>``: a real writer holding its lock)."""
     if os.environ.get(CRASH_ENV) == point:
         os._exit(137)
+    hold = os.environ.get(HOLD_ENV, "")
+    if hold.startswith(point + ":"):
+        release = Path(hold.split(":", 1)[1])
+        print(f"holding at {point}", file=sys.stderr, flush=True)
+        while not release.exists():
+            time.sleep(0.05)
 
 
 def now_iso() -> str:

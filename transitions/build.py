@@ -10,16 +10,12 @@ content equals LATEST's (``snapshot.py``). A snapshot holds every complete rollo
 its content hash is the one a from-scratch build of the same lake and config gives
 (docs/incremental.md).
 
-Test-only: ``SPANRL_TEST_CRASH_AT=<point>`` makes the builder ``os._exit(137)`` at a named point
-(``locked``, ``registered``, ``rows``, ``part``, ``before_commit``, ``after_commit``) so tests can show
-that a crash never leaves a visible partial snapshot; ``SPANRL_TEST_HOLD_AT=<point>:<file>`` makes it
-wait there until ``<file>`` exists (a real builder holding its lock). Never set them outside tests.
+Test-only crash and hold points (``locked``, ``registered``, ``rows``, ``part``, ``before_commit``,
+``after_commit``; ``ingest.lakeio.crash_point``) show that a crash never leaves a visible partial snapshot.
 """
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -34,8 +30,10 @@ from spanrl.ingest.lake import (  # stage 1's API
     lock_down,
     open_for_builder,
 )
+from spanrl.ingest.lakeio import crash_point as _crash_point
 from spanrl.layout import feedback_dir, lake_dir
 from spanrl.sqlfiles import NO_AUTO_CHECKPOINT, one, parquet_rows, rows, sql_literal
+from spanrl.transitions import quarantine
 from spanrl.transitions.air import load_air_rules, rules_as_dicts
 from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.credit import (
@@ -84,9 +82,6 @@ from spanrl.transitions.tables import (
     write_segment,
 )
 
-CRASH_ENV = "SPANRL_TEST_CRASH_AT"
-HOLD_ENV = "SPANRL_TEST_HOLD_AT"  # "<point>:<file>": wait at <point> until <file> exists (tests only)
-
 
 def build_transitions(cfg: BuildConfig, con: duckdb.DuckDBPyConnection | None = None) -> BuildResult:
     """Bring the stage-2 tables and the snapshot up to date with ``cfg.data``'s lake (``con``: a
@@ -129,10 +124,7 @@ def _build(cfg: BuildConfig, given: duckdb.DuckDBPyConnection | None) -> BuildRe
         if plan.full or plan.traces or _files_moved(state, inv):
             t0 = time.perf_counter()
             if not _sharded(con, cfg, rules, plan, build_id, new_state, sorted(inv["lake"])):
-                _compute(con, cfg, rules, plan, set(inv["lake"]))
-                _crash_point("rows")
-                publish_build(build_id, data, lambda tmp: _write_segments(con, data, tmp, build_id, plan, new_state),
-                              new_state)
+                con = _rows(con, cfg, rules, plan, build_id, new_state, set(inv["lake"]), given is not None)
             plan.seconds["rows"] = round(time.perf_counter() - t0, 3)
         else:
             new_state = state or new_state
@@ -184,6 +176,7 @@ def _plan(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, state: dict[str, Any
     old = (state or {}).get("lake") or {}
     reason = ("a prepared connection" if given else "--rebuild" if cfg.rebuild
               else "first build" if not state else "older stage-2 layout" if state.get("stale_format")
+              else f"retrying {state['quarantine']} quarantined trace(s)" if state.get("quarantine")
               else "changed: " + ", ".join(_config_diff(state.get("config") or {}, row_config, state))
               if state.get("reuse_key") != key else "")
     known = {f: v[2] for f, v in old.items() if len(v) > 2 and v[2] is not None and list(v[:2]) == inv["lake"].get(f)}
@@ -231,12 +224,35 @@ def _compute(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan
         plan.conventions = register_stage2(con, cfg, materialize=True, rules=rules,
                                            readable=builder_readable(data)).conventions
         _crash_point("registered")
+        quarantine.injected_failure(con)
         plan.rounds = round_
         if plan.full or joined_older(con) == 0:
             break
     plan.traces = one(con, f"SELECT count(*) AS n FROM {'_trace_rollouts' if plan.full else '_touched'}")["n"]
     run_steps(con, TRANSITION_STEPS, materialize=True,
               generated={"transitions": lambda: (builder_transitions_sql(cfg), None)})
+
+
+def _rows(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan: Plan, build_id: str,
+          state: dict[str, Any], lake_files: set[str], prepared: bool) -> duckdb.DuckDBPyConnection:
+    """Stage 2's rows, written as the build's segments; the connection they were made on. A statement
+    that fails on some traces' data quarantines them and the build runs again without them (quarantine.py)."""
+    def probe(c: duckdb.DuckDBPyConnection) -> None:  # what a build computes and writes, nothing written
+        _compute(c, cfg, rules, Plan(full=True), lake_files)
+        for select in _segment_sources(Path(cfg.data), Plan(full=True), build_id).values():
+            c.execute(f"SELECT count(*) FROM ({select})").fetchall()
+
+    try:
+        _compute(con, cfg, rules, plan, lake_files)
+    except Exception as exc:
+        if prepared or not quarantine.is_data_error(exc):
+            raise
+        con.close()
+        con = quarantine.rebuild_without(exc, plan, state, lambda: open_lake(cfg), probe,
+                                         lambda c: _compute(c, cfg, rules, plan, lake_files))
+    _crash_point("rows")
+    publish_build(build_id, cfg.data, lambda tmp: _write_segments(con, Path(cfg.data), tmp, build_id, plan, state), state)
+    return con
 
 
 def _segment_sources(data: Path, plan: Plan, segment_id: str) -> dict[str, str]:
@@ -268,8 +284,11 @@ def _write_segments(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build
     merged = merge_segments(con, data, tmp, build_id, state)
     for name in ("feedback_rewards", "_feedback_detail"):
         con.execute(f"COPY ({read_sql('segments/' + name)}) TO {sql_literal(tmp / (name + '.parquet'))} (FORMAT parquet)")
+    quarantine.write_table(con, tmp / "quarantine.parquet", plan.quarantine, build_id)
     state["global"] = {"feedback_rewards": f"{build_id}/feedback_rewards.parquet",
-                       "_feedback_detail": f"{build_id}/_feedback_detail.parquet"}
+                       "_feedback_detail": f"{build_id}/_feedback_detail.parquet",
+                       "quarantine": f"{build_id}/quarantine.parquet"}
+    state["quarantine"] = len(plan.quarantine)  # the next build is a full one while this is not 0
     plan.segments = {"written": 1, "rewritten": len(rewritten), "reused": len(before - rewritten), "merged": merged}
     _crash_point("part")
 
@@ -383,14 +402,3 @@ def changed_row_config(latest: dict[str, Any] | None, config: dict[str, Any]) ->
     old = latest["config"]
     keys = (set(old) | set(config)) - OPERATIONAL_KEYS - {"stage2_build"}
     return sorted(k for k in keys if old.get(k) != config.get(k))
-
-
-def _crash_point(point: str) -> None:
-    if os.environ.get(CRASH_ENV) == point:
-        os._exit(137)
-    hold = os.environ.get(HOLD_ENV, "")
-    if hold.startswith(point + ":"):  # test-only: wait here until the named file exists
-        release = Path(hold.split(":", 1)[1])
-        print(f"holding at {point}", file=sys.stderr, flush=True)
-        while not release.exists():
-            time.sleep(0.05)

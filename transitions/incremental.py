@@ -53,6 +53,7 @@ class Plan:
     read_files: list[str] = field(default_factory=list)  # lake files an incremental run read
     conventions: list[str] | None = None  # the conventions stacked for llm_calls (None: rows were given)
     seconds: dict[str, float] = field(default_factory=dict)  # rows: compute + segment write
+    quarantine: list[dict] = field(default_factory=list)  # traces left out: stage 2 failed on them (quarantine.py)
 
 
 def lake_clocks(con: duckdb.DuckDBPyConnection, data: Path, span_files: list[str]) -> dict[str, int]:

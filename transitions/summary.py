@@ -81,7 +81,8 @@ def plan_stats(plan: Plan) -> dict[str, Any]:
     return {"mode": "full" if plan.full else "incremental", "reason": plan.reason, "traces_recomputed": plan.traces,
             "why": plan.why, "new_lake_files": len(plan.new_files), "lake_files_gone": len(plan.gone_files),
             "closure_rounds": plan.rounds, "segments": plan.segments, "conventions": plan.conventions,
-            "seconds": plan.seconds}
+            "seconds": plan.seconds, "quarantined": len(plan.quarantine),
+            "quarantine": [{k: q[k] for k in ("trace_id", "source_files", "error")} for q in plan.quarantine[:20]]}
 
 
 MAX_KEYS = 40  # attribute keys listed per scope in the manifest (flattened messages can be hundreds)
@@ -125,6 +126,12 @@ def print_summary(result: BuildResult) -> None:
         row("stage 2", _stage2_line(s))
         if s["stage2"].get("conventions"):  # the conventions some span of the build used (views.CONVENTION_PROBES)
             row("LLM-call conventions read", ", ".join(s["stage2"]["conventions"]))
+        if s["stage2"].get("quarantined"):
+            q = s["stage2"]["quarantine"][0]
+            row("quarantined traces", f"{s['stage2']['quarantined']}: stage 2 failed on their data and built the "
+                f"rest without them; the next build tries them again. First: {q['trace_id']} from "
+                f"{', '.join(q['source_files']) or '?'}: {q['error'].splitlines()[0]} "
+                "(spanrl sql \"select * from quarantine\")")
     row("rollouts complete / waiting", f"{s.get('rollouts_complete', 0)} / {s.get('rollouts_waiting', 0)}")
     row("rollouts in snapshot", f"{s.get('rollouts', 0)} ({s.get('tasks', 0)} tasks; "
         f"{s.get('rollouts_without_reward', 0)} without reward)")

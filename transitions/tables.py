@@ -243,6 +243,8 @@ def current_tables(data: Path | str) -> tuple[dict[str, list[Path]], list[str]]:
             files.append(fb)
         if files:
             paths[name] = files
+    if (quarantined := global_file(data, state, "quarantine")) is not None:  # traces stage 2 failed on
+        paths["quarantine"] = [quarantined]
     return paths, freshness(state, inventory(data))
 
 
