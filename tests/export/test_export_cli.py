@@ -72,6 +72,7 @@ def test_bad_input_exits_2_with_a_message(snapshot, tmp_path: Path, args: list[s
 
 
 def test_no_snapshot_yet_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()  # a root without a snapshot (a missing root is refused: tests/test_cli.py)
     result = _run("--data", str(tmp_path / "empty"), "--format", "trl-sft", "--out", str(tmp_path / "x"))
     assert result.exit_code == 2 and "spanrl ingest" in result.output
 

@@ -63,6 +63,7 @@ def test_reading_outside_the_data_root_is_refused(data) -> None:
 
 
 def test_empty_lake_gives_a_clear_message(tmp_path) -> None:
+    (tmp_path / "none").mkdir()  # a root with nothing ingested yet (a missing root is refused: tests/test_cli.py)
     res = run("--data", str(tmp_path / "none"), "--format", "csv", "select count(*) as n from llm_calls")
     assert res.exit_code == 0 and "run `spanrl ingest`" in res.output and "n\n0" in res.output
 
