@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 
 from spanrl.ingest.housekeeping import finish_interrupted
-from spanrl.ingest.lakeio import PARQUET_OPTIONS, lake_lock
+from spanrl.ingest.lakeio import PARQUET_OPTIONS, crash_point, lake_lock  # noqa: F401  (crash_point: stage 2's too)
 from spanrl.ingest.views import (
     CONVENTION_PROBES,
     LLM_CONVENTIONS,

@@ -26,11 +26,11 @@ from spanrl.errors import stops_on_resource_trouble
 from spanrl.ingest.lake import (  # stage 1's API
     CALL_RELATIONS,
     coverage_sql,
+    crash_point,
     lake_lock,
     lock_down,
     open_for_builder,
 )
-from spanrl.ingest.lakeio import crash_point as _crash_point
 from spanrl.layout import feedback_dir, lake_dir
 from spanrl.sqlfiles import NO_AUTO_CHECKPOINT, one, parquet_rows, rows, sql_literal
 from spanrl.transitions import quarantine
@@ -94,7 +94,7 @@ def build_transitions(cfg: BuildConfig, con: duckdb.DuckDBPyConnection | None = 
             "stage 2 (lake -> transition snapshot)", cfg.memory_limit, cfg.data,
             "The lake keeps every span and the last snapshot is unchanged: the next `spanrl ingest` or `spanrl "
             "transitions build` builds what this one did not."):
-        _crash_point("locked")
+        crash_point("locked")
         return _build(cfg, con)
 
 
@@ -223,7 +223,7 @@ def _compute(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan
                 con.execute(f"DROP TABLE IF EXISTS temp.{name}")
         plan.conventions = register_stage2(con, cfg, materialize=True, rules=rules,
                                            readable=builder_readable(data)).conventions
-        _crash_point("registered")
+        crash_point("registered")
         quarantine.injected_failure(con)
         plan.rounds = round_
         if plan.full or joined_older(con) == 0:
@@ -250,7 +250,7 @@ def _rows(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan: P
         con.close()
         con = quarantine.rebuild_without(exc, plan, state, lambda: open_lake(cfg), probe,
                                          lambda c: _compute(c, cfg, rules, plan, lake_files))
-    _crash_point("rows")
+    crash_point("rows")
     publish_build(build_id, cfg.data, lambda tmp: _write_segments(con, Path(cfg.data), tmp, build_id, plan, state), state)
     return con
 
@@ -290,7 +290,7 @@ def _write_segments(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build
                        "quarantine": f"{build_id}/quarantine.parquet"}
     state["quarantine"] = len(plan.quarantine)  # the next build is a full one while this is not 0
     plan.segments = {"written": 1, "rewritten": len(rewritten), "reused": len(before - rewritten), "merged": merged}
-    _crash_point("part")
+    crash_point("part")
 
 
 def _rewrite_touched(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build_id: str,
@@ -343,7 +343,7 @@ def _snapshot(cfg: BuildConfig, state: dict[str, Any], config: dict[str, Any], p
             sid = latest["snapshot_id"]
             return BuildResult("unchanged", sid, transitions_dir(data) / sid, n_rows, stats)
         sources = sorted({r["f"] for r in rows(con, "SELECT DISTINCT unnest(source_files) AS f FROM _digests")}
-                         | {str(p) for p in _feedback_paths(data, state)})
+                         | {str(data / f) for f in state.get("feedback") or {}})
         with open_snapshot(data) as draft:
             for seg, folder in sorted(state["segments"].items()):
                 part = tables_dir(data) / folder / "transitions.parquet"
@@ -351,9 +351,9 @@ def _snapshot(cfg: BuildConfig, state: dict[str, Any], config: dict[str, Any], p
                     draft.link_part(part, seg)
             draft.write_index(con, "SELECT rollout_id, task_id, r, n_rows, digest FROM _digests",
                               f"SELECT {', '.join(ADVANTAGE_COLUMNS)} FROM _rollout_adv")
-            _crash_point("before_commit")
+            crash_point("before_commit")
             path = draft.commit(config, sources, stats, content_hash=digest)
-            _crash_point("after_commit")
+            crash_point("after_commit")
             return BuildResult("written", draft.snapshot_id, path, n_rows, stats)
     finally:
         con.close()
@@ -368,10 +368,6 @@ def _air_totals(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any
             else "SELECT NULL::VARCHAR AS rollout_id, NULL::INTEGER AS step, NULL::DOUBLE AS step_reward WHERE false")
     con.execute(f"CREATE OR REPLACE TEMP VIEW transition_rows AS {body}")
     run_steps(con, SNAPSHOT_STEPS, materialize=True)
-
-
-def _feedback_paths(data: Path, state: dict[str, Any]) -> list[Path]:
-    return [Path(data) / f for f in (state.get("feedback") or {})]
 
 
 def open_lake(cfg: BuildConfig) -> duckdb.DuckDBPyConnection:
