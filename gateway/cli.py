@@ -12,7 +12,7 @@ from spanrl.options import data_option
 @click.command()
 @data_option
 @click.option("--upstream", required=True, help="The upstream's OpenAI base URL (vLLM, SGLang, spanrl serve, a hosted API), "
-              "e.g. http://127.0.0.1:8000/v1.")
+              "e.g. http://127.0.0.1:8000/v1; /v1/messages goes to its /messages.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Bind address (without --token, anyone who reaches it spends the upstream and writes training "
                    "data: keep it local).")
@@ -39,11 +39,14 @@ from spanrl.options import data_option
 def gateway(data: Path, upstream: str, host: str, port: int, otlp: str | None, token: str | None,
             upstream_key: str | None, token_ids: str, capture_messages: bool, allow_hosts: tuple[str, ...],
             max_span_mib: float) -> None:
-    """OpenAI-compatible proxy that records every LLM call of any agent with engine token ids.
+    """OpenAI- and Anthropic-compatible proxy that records every LLM call of any agent with engine token ids.
 
-    Point an agent's OPENAI_BASE_URL at it (or `spanrl rollout --policy-url` at its /v1): each
-    chat completion is forwarded to --upstream asking for token ids, and one span per call
-    (GenAI conventions + spanrl.* token ids) goes to DATA/otel or --otlp. See docs/gateway.md.
+    Point an agent's OPENAI_BASE_URL at its /v1 (ANTHROPIC_BASE_URL at its root; or `spanrl rollout
+    --policy-url` at its /v1): each chat completion, completion, Responses API call and Anthropic
+    Messages call is forwarded to --upstream asking for token ids where the API can return them, and
+    one span per call (GenAI conventions + spanrl.* token ids) goes to DATA/otel or --otlp. Every
+    other /v1 route (embeddings, models, files, ...) is passed through unchanged and counted. See
+    docs/gateway.md.
 
     \b
     Example:

@@ -1,28 +1,32 @@
-"""The gateway's HTTP side (aiohttp, like ``spanrl serve``): proxy chat completions to an upstream,
-record one span per call with the upstream's engine token ids, and attribute it to a rollout.
+"""The gateway's HTTP side (aiohttp, like ``spanrl serve``): proxy an agent's LLM calls to an
+upstream, record one span per call with the upstream's engine token ids, and attribute it to a rollout.
 
-Routes: ``POST [/r/<rollout_id>/<traceparent>]/v1/chat/completions`` (streaming too),
-``GET [/r/...]/v1/models`` (the upstream's), ``GET /spanrl/gateway`` (what this is: the runner
-probes it), ``GET /health`` (counters). The ``/r/...`` prefix is the base URL ``spanrl rollout``
-hands each attempt: the span gets that ``spanrl.rollout_id`` and is a child of the runner's
-attempt span (``traceparent``, ``-`` for none). A caller's own ``traceparent`` header wins as the
-parent (an instrumented agent: its client span and ours become one call, docs/lake.md). A call with
-neither is a root span, its own one-call rollout, counted in ``unattributed``.
+Recorded routes (streaming too), each one span in the chat-completions span's GenAI form
+(gateway/calls.py): ``POST [/r/<rollout_id>/<traceparent>]/v1/chat/completions``,
+``/v1/completions``, ``/v1/responses`` (OpenAI Responses API, gateway/responses.py) and
+``/v1/messages`` (Anthropic Messages, gateway/messages.py). Every other ``/v1/...`` route goes to the
+upstream unchanged and is counted (gateway/passthrough.py). ``GET /spanrl/gateway`` says what this is
+(the runner probes it), ``GET /health`` the same. The ``/r/...`` prefix is the base URL
+``spanrl rollout`` hands each attempt: the span gets that ``spanrl.rollout_id`` and is a child of the
+runner's attempt span (``traceparent``, ``-`` for none). A caller's own ``traceparent`` header wins
+as the parent (an instrumented agent: its client span and ours become one call, docs/lake.md). A
+call with neither is a root span, its own one-call rollout, counted in ``unattributed``.
 
-Every call is recorded or counted as not: a span's content is cut to ``max_span_bytes`` and the
-exporter's refusals are counted (gateway/delivery.py); a request naming a foreign Host (421) or
-coming from a web page (403) is refused before anything is forwarded (gateway/guard.py).
+Every call is recorded or counted as not (gateway/delivery.py: spans cut to ``max_span_bytes``, the
+exporter's refusals counted); gateway/guard.py refuses a foreign Host (421) or a web page (403).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,13 +35,18 @@ import aiohttp
 from aiohttp import web
 
 from spanrl.errors import InputError
+from spanrl.gateway.calls import PROMPT_UNKNOWN, Call
+from spanrl.gateway.chat import ChatCall, CompletionsCall
+from spanrl.gateway.conversations import Conversations
 from spanrl.gateway.delivery import MIB, ORIGINAL_BYTES, TRUNCATED, Tally, fit, tracer_provider
-from spanrl.gateway.guard import gateway_guard
-from spanrl.gateway.tracing import Accumulator, response_attributes, strip_extras
+from spanrl.gateway.guard import gateway_auth, gateway_guard
+from spanrl.gateway.headers import recorded_headers
+from spanrl.gateway.messages import MessagesCall
+from spanrl.gateway.passthrough import pass_through, route_name
+from spanrl.gateway.responses import ResponsesCall
 from spanrl.gateway.upstream import Replay, completion, fail
 from spanrl.layout import otel_dir
-from spanrl.serve.api import ApiError, auth_middleware, error_response, json_body
-from spanrl.serve.tracing import request_attributes
+from spanrl.serve.api import ApiError, error_response, json_body
 from spanrl.webguard import allowed_hosts, is_loopback
 
 log = logging.getLogger("spanrl.gateway")
@@ -45,9 +54,9 @@ SERVICE_NAME = "spanrl-gateway"
 SCOPE = "spanrl.gateway"
 PREFIX = "/r/{rollout_id}/{traceparent}"
 UPSTREAM_TIMEOUT_S = 600.0
-AGENT_HEADER = "x-spanrl-agent"  # = spanrl.serve.server.AGENT_HEADER (not imported: that loads the engine)
 MAX_SPAN_MIB_RANGE = (1 / 16, 48.0)  # the OTLP exporter refuses requests over 64 MiB itself
-COUNTERS = ("calls", "engine_ids", "failed", "unattributed", "truncated", "not_recorded", "refused", "spans")
+COUNTERS = ("calls", "engine_ids", "failed", "unattributed", "truncated", "not_recorded", "prompt_unknown",
+            "passed_through", "refused", "spans")
 
 
 @dataclass
@@ -91,7 +100,10 @@ class Gateway:
 
     def __post_init__(self) -> None:
         self.ask_ids = self.config.token_ids != "off"
+        self.rejected: set[str] = set()  # the id-asking fields the upstream refused (auto: never asked again)
         self.counts.update(dict.fromkeys(COUNTERS, 0))  # every counter shown, zeros too
+        self.routes: Counter = Counter()  # passed-through calls per route
+        self.conversations = Conversations()
         self.tally = Tally()
         self.provider: Any = None
         self.tracer: Any = None
@@ -101,10 +113,13 @@ class Gateway:
         app = web.Application(client_max_size=self.config.max_request_bytes,
                               middlewares=[gateway_guard(allowed_hosts(self.config.host, self.config.allow_hosts),
                                                          self.config.host, self.counts),
-                                           auth_middleware(self.config.token, frozenset({"/health", "/spanrl/gateway"}))])
+                                           gateway_auth(self.config.token, frozenset({"/health", "/spanrl/gateway"}))])
+        calls: tuple[Callable[[dict[str, Any], bool], Call], ...] = (
+            ChatCall, CompletionsCall, MessagesCall, lambda body, capture: ResponsesCall(body, capture, self.conversations))
         for prefix in ("", PREFIX):
-            app.router.add_post(prefix + "/v1/chat/completions", self.chat)
-            app.router.add_get(prefix + "/v1/models", self.models)
+            for make in calls:
+                app.router.add_post(prefix + "/v1" + make({}, False).route, functools.partial(self._recorded, make=make))
+            app.router.add_route("*", prefix + "/v1/{tail:.*}", self.passthrough)
         app.router.add_get("/spanrl/gateway", self.info)
         app.router.add_get("/health", self.info)
         app.on_startup.append(self._on_startup)
@@ -138,38 +153,38 @@ class Gateway:
 
     def summary(self) -> str:
         c, s = self.counts, self.span_counts()
+        routes = ", ".join(f"{n} {r}" for r, n in sorted(self.routes.items())) or "none"
         return (f"{c['calls']} calls, {c['engine_ids']} with engine token ids, {c['failed']} failed, "
                 f"{c['unattributed']} with neither rollout id nor traceparent (each its own one-call rollout); "
                 f"spans: {s['spans_written']} written, {s['spans_dropped']} dropped, {s['spans_pending']} pending, "
                 f"{c['truncated']} with content cut to --max-span-mib; {c['not_recorded']} calls not recorded "
-                f"(request body not JSON or over the size limit); {c['refused']} requests refused by the "
-                f"Host/origin guard")
+                f"(request body not JSON or over the size limit); {c['prompt_unknown']} recorded without their "
+                f"prompt (previous_response_id unknown to this gateway); {c['passed_through']} calls passed "
+                f"through unrecorded ({routes}); {c['refused']} requests refused by the Host/origin guard")
 
     async def info(self, _request: web.Request) -> web.Response:
         return web.json_response({"gateway": "spanrl", "upstream": self.config.upstream, "otlp": self.otlp_url,
-                                  "data": str(Path(self.config.data).resolve()), "asks_token_ids": self.ask_ids,
+                                  "data": str(Path(self.config.data).resolve()),
+                                  "asks_token_ids": self.ask_ids and "return_token_ids" not in self.rejected,
+                                  "token_id_fields_rejected": sorted(self.rejected),
                                   "max_span_bytes": self.config.max_span_bytes,
-                                  "counts": {**self.counts, **self.span_counts()}})
+                                  "counts": {**self.counts, **self.span_counts()},
+                                  "passed_through_routes": dict(self.routes)})
 
-    def _upstream_headers(self, request: web.Request) -> dict[str, str]:
-        headers = {"Content-Type": "application/json"}
-        if request.headers.get(AGENT_HEADER):  # spanrl serve routes it to that agent's adapter chain
-            headers[AGENT_HEADER] = request.headers[AGENT_HEADER]
-        if self.config.upstream_key:
-            headers["Authorization"] = f"Bearer {self.config.upstream_key}"
-        elif self.config.token is None and request.headers.get("Authorization"):
-            headers["Authorization"] = request.headers["Authorization"]  # the agent's key is the upstream's
-        return headers
-
-    async def models(self, request: web.Request) -> web.Response:
+    async def passthrough(self, request: web.Request) -> web.StreamResponse:
+        """Any route not recorded: forwarded unchanged, counted (never a 404 of the gateway's own)."""
         assert self.session is not None
+        tail = request.match_info["tail"]
+        self.counts["passed_through"] += 1
+        self.routes[route_name(request.method, tail)] += 1
         try:
-            async with self.session.get(self.config.upstream + "/models", headers=self._upstream_headers(request)) as resp:
-                return web.Response(body=await resp.read(), status=resp.status, content_type="application/json")
-        except aiohttp.ClientError as exc:
-            return error_response(ApiError(f"upstream {self.config.upstream} unreachable: {exc}", 502))
+            return await pass_through(self.session, request, f"{self.config.upstream}/{tail}", self.config.token,
+                                      self.config.upstream_key)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            return error_response(ApiError(f"upstream {self.config.upstream} failed on {request.method} /v1/{tail}: "
+                                           f"{exc!r}", 502))
 
-    def _start_span(self, request: web.Request, body: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    def _start_span(self, request: web.Request, call: Call) -> tuple[Any, dict[str, Any]]:
         """The call's span and its request attributes; these are set when the span ends
         (``_end_span``), once the whole call is known and fitted to ``max_span_bytes``."""
         from opentelemetry.propagate import extract
@@ -182,11 +197,14 @@ class Gateway:
             carrier = {"traceparent": url_parent}
         if rollout_id is None and "traceparent" not in carrier:
             self.counts["unattributed"] += 1
-        model = str(body.get("model") or "unknown")
-        span = self.tracer.start_span(f"chat {model}", context=extract(carrier), kind=SpanKind.SERVER)
-        attrs = request_attributes(model, body, self.config.capture_messages)
+        span = self.tracer.start_span(f"{call.operation} {call.model}", context=extract(carrier), kind=SpanKind.SERVER)
+        attrs = call.request_attributes()
+        if PROMPT_UNKNOWN in attrs:
+            self.counts["prompt_unknown"] += 1
+            log.warning("spanrl gateway: a %s call recorded without its prompt: %s", call.route, attrs[PROMPT_UNKNOWN])
         attrs["gen_ai.system"] = attrs["gen_ai.provider.name"] = SCOPE
         attrs["spanrl.gateway.upstream"] = self.config.upstream
+        attrs["spanrl.gateway.api"] = call.route.lstrip("/")
         if rollout_id is not None:
             attrs["spanrl.rollout_id"] = rollout_id  # aiohttp decoded the path segment already (%2F -> /)
         return span, attrs
@@ -203,18 +221,19 @@ class Gateway:
                         self.config.max_span_bytes / MIB, ", ".join(fitted.truncated))
         if "spanrl.response_token_ids" in fitted.attributes:
             self.counts["engine_ids"] += 1
+        else:  # no ids from the upstream (or dropped to fit): the text is re-tokenised at training
+            span.set_attribute("spanrl.token_source", "text")
         span.end()
         self.counts["spans"] += 1
 
-    async def chat(self, request: web.Request) -> web.StreamResponse:
+    async def _recorded(self, request: web.Request, make: Callable[[dict[str, Any], bool], Call]) -> web.StreamResponse:
         assert self.session is not None
         self.counts["calls"] += 1
         span, attrs = None, {}
         try:
-            body = await self._body(request)
-            asked = bool(body.get("return_token_ids"))
-            span, attrs = self._start_span(request, body)
-            resp = await self._post(request, body, asked, span)
+            call = make(await self._body(request), self.config.capture_messages)
+            span, attrs = self._start_span(request, call)
+            resp = await self._post(request, call, span)
             try:
                 if resp.status != 200:
                     text = await resp.read()
@@ -223,12 +242,12 @@ class Gateway:
                     return web.Response(body=text, status=resp.status,
                                         content_type=resp.content_type or "application/json")
                 if "text/event-stream" in resp.headers.get("Content-Type", ""):
-                    return await self._stream(request, resp, attrs, asked)
+                    return await self._stream(request, resp, attrs, call)
                 data = completion(await resp.read(), resp.content_type, self.config.upstream)
             finally:
                 resp.release()
-            self._record(attrs, data)
-            return web.json_response(data if asked else strip_extras(data))
+            attrs.update(call.response_attributes(data))
+            return web.json_response(data if call.asked() else call.strip(data))
         except ApiError as exc:
             self.counts["failed"] += 1
             if span is None:
@@ -251,58 +270,62 @@ class Gateway:
             raise ApiError(f"the request body is over {self.config.max_request_bytes} bytes, the most spanrl "
                            "gateway accepts; send a shorter conversation", 413) from None
 
-    async def _post(self, request: web.Request, body: dict[str, Any], asked: bool, span: Any) -> aiohttp.ClientResponse:
-        """The upstream's response; asks for token ids unless told not to, and in ``auto`` stops
-        asking once an upstream rejects the field (a hosted API's 400 naming it). Our span is the
-        upstream's ``traceparent``: a tracing upstream (``spanrl serve``) records its span as a child."""
+    async def _post(self, request: web.Request, call: Call, span: Any) -> aiohttp.ClientResponse:
+        """The upstream's response; asks for token ids (the API's field) unless told not to, and in
+        ``auto`` stops asking once an upstream rejects the field (a hosted API's 400 naming it). Our
+        span is the upstream's ``traceparent``: a tracing upstream (``spanrl serve``) records its span
+        as a child."""
         from opentelemetry.propagate import inject
         from opentelemetry.trace import set_span_in_context
 
         assert self.session is not None
-        url, headers = self.config.upstream + "/chat/completions", self._upstream_headers(request)
+        url = self.config.upstream + call.route
+        headers = recorded_headers(request.headers, self.config.token, self.config.upstream_key,
+                                   anthropic=isinstance(call, MessagesCall))
         inject(headers, context=set_span_in_context(span))
-        if self.ask_ids and not asked:
-            resp = await self.session.post(url, json={**body, "return_token_ids": True}, headers=headers)
+        asking = call.id_field
+        if self.ask_ids and asking and asking not in self.rejected and not call.asked():
+            resp = await self.session.post(url, json={**call.body, asking: True}, headers=headers)
             if not (resp.status == 400 and self.config.token_ids == "auto"):
                 return resp
             text = await resp.read()
-            if b"return_token_ids" not in text:
+            if asking.encode() not in text:
                 return Replay(resp, text)  # type: ignore[return-value]
             resp.release()
-            self.ask_ids = False
-            log.warning("upstream %s rejects return_token_ids: recording text only (re-tokenised at training)",
-                        self.config.upstream)
-        return await self.session.post(url, json=body, headers=headers)
+            self.rejected.add(asking)
+            log.warning("upstream %s rejects %s: recording %s calls as text only (re-tokenised at training)",
+                        self.config.upstream, asking, call.route)
+        return await self.session.post(url, json=call.body, headers=headers)
 
     async def _stream(self, request: web.Request, resp: aiohttp.ClientResponse, attrs: dict[str, Any],
-                      asked: bool) -> web.StreamResponse:
+                      call: Call) -> web.StreamResponse:
+        """Server-sent events passed on line by line (``event:`` lines and all); each ``data:`` JSON
+        object is fed to the call's stream assembler and, when the gateway asked for ids the agent
+        did not, sent on without them."""
         out = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await out.prepare(request)
-        acc = Accumulator()
+        acc, rewrite = call.accumulator(), bool(call.id_field) and not call.asked()
         client_gone = False
         async for line in resp.content:
             if line.startswith(b"data:") and line[5:].strip() not in (b"", b"[DONE]"):
                 try:
-                    chunk = json.loads(line[5:])
+                    event = json.loads(line[5:])
                 except json.JSONDecodeError:
-                    chunk = None
-                if isinstance(chunk, dict):
-                    acc.add(chunk)
-                    if not asked:
-                        line = b"data: " + json.dumps(strip_extras(chunk), ensure_ascii=False).encode() + b"\n"
+                    event = None
+                if isinstance(event, dict):
+                    acc.add(event)
+                    if rewrite:
+                        line = b"data: " + json.dumps(call.strip(event), ensure_ascii=False).encode() + b"\n"
             if not client_gone:
                 try:
                     await out.write(line)
                 except ConnectionResetError:  # the client stopped reading (an SDK closes after [DONE]):
                     client_gone = True        # the upstream's answer is still read and recorded whole
-        self._record(attrs, acc.response())
+        attrs.update(call.response_attributes(acc.response()))
         if not client_gone:
             with contextlib.suppress(ConnectionResetError):
                 await out.write_eof()
         return out
-
-    def _record(self, attrs: dict[str, Any], data: dict[str, Any]) -> None:
-        attrs.update(response_attributes(data, self.config.capture_messages))
 
 
 # --------------------------------------------------------------------------- running it

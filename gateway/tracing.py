@@ -79,11 +79,13 @@ def response_attributes(response: dict[str, Any], capture: bool) -> dict[str, An
 
 class Accumulator:
     """Rebuilds a chat completion from its stream chunks (content, tool calls, token ids, logprobs,
-    usage), so a streamed call gets the same span as a non-streamed one."""
+    usage), so a streamed call gets the same span as a non-streamed one. ``text_field="text"``
+    reads a text completion's chunks (``choices[i].text``, vLLM's per-choice ``prompt_token_ids``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, text_field: str | None = None) -> None:
         self.top: dict[str, Any] = {}
         self.choices: dict[int, dict[str, Any]] = {}
+        self.text_field = text_field
 
     def add(self, chunk: dict[str, Any]) -> None:
         for key in ("id", "model", "usage", "prompt_token_ids"):
@@ -95,6 +97,10 @@ class Accumulator:
             acc = self.choices.setdefault(int(c.get("index", 0)), {"content": [], "tools": {}, "ids": [],
                                                                    "logprobs": [], "finish": None, "has_ids": False})
             delta = c.get("delta") if isinstance(c.get("delta"), dict) else {}
+            if self.text_field is not None:
+                delta = {"content": c.get(self.text_field)}
+                if self.top.get("prompt_token_ids") is None and _int_list(c.get("prompt_token_ids")) is not None:
+                    self.top["prompt_token_ids"] = c["prompt_token_ids"]
             if isinstance(delta.get("content"), str):
                 acc["content"].append(delta["content"])
             for call in delta.get("tool_calls") or []:
@@ -124,6 +130,8 @@ class Accumulator:
                                           "function": {"name": t["name"], "arguments": t["arguments"]}}
                                          for _, t in sorted(acc["tools"].items())]
             choice: dict[str, Any] = {"index": index, "message": message, "finish_reason": acc["finish"]}
+            if self.text_field is not None:
+                choice[self.text_field] = message["content"] or ""
             if acc["has_ids"]:
                 choice["token_ids"] = acc["ids"]
             if acc["logprobs"]:

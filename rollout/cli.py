@@ -14,7 +14,8 @@ from spanrl.options import data_option, parse_duration
 @click.option("--tasks", "tasks", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="JSON lines: input (text), optional task_id and expected.")
 @click.option("--n", "n", required=True, type=int, help="Samples per task (the group size).")
-@click.option("--policy-url", default=None, help="OpenAI-compatible /v1 URL the agent calls (OPENAI_BASE_URL).")
+@click.option("--policy-url", default=None, help="OpenAI-compatible /v1 URL the agent calls (OPENAI_BASE_URL; its root is "
+              "ANTHROPIC_BASE_URL).")
 @click.option("--model", default=None, type=click.Path(path_type=Path),
               help="Without --policy-url: start `spanrl serve --model PATH` on the latest adapter.")
 @click.option("--temperature", default=None, type=float,
@@ -47,7 +48,8 @@ def rollout(data: Path, tasks: Path, n: int, policy_url: str | None, model: Path
 
     Each run gets, for its process only: OTEL_EXPORTER_OTLP_ENDPOINT and _PROTOCOL (also the
     TRACES_ and LOGS_ ones, so a stale value cannot send spans elsewhere), OTEL_RESOURCE_ATTRIBUTES
-    with spanrl.rollout_id and spanrl.task_id appended, OPENAI_BASE_URL, and the input on stdin and
+    with spanrl.rollout_id and spanrl.task_id appended, OPENAI_BASE_URL and OPENAI_API_BASE (the policy
+    URL), ANTHROPIC_BASE_URL and ANTHROPIC_API_BASE (its root, without /v1), and the input on stdin and
     in SPANRL_TASK_INPUT ({input} and {task_id} in the arguments are replaced). Re-running the same
     run skips finished rollouts. Exit 1 (after the summary) when no attempt succeeded.
 

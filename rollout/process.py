@@ -73,14 +73,30 @@ def otlp_env(endpoint: str, protocol: str) -> dict[str, str]:
     return env
 
 
+OPENAI_URL_VARS = ("OPENAI_BASE_URL", "OPENAI_API_BASE")  # the openai SDK; LangChain, LiteLLM, CrewAI
+ROOT_URL_VARS = ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_BASE")  # the anthropic SDK (it appends /v1); LiteLLM
+
+
+def base_url_env(policy_url: str) -> dict[str, str]:
+    """The base-URL variables the common SDKs read, all naming the policy: the OpenAI ones get the
+    ``/v1`` URL, the Anthropic ones its root (the Anthropic SDK appends ``/v1/messages``); when the
+    URL does not end in ``/v1`` its root is unknown and the Anthropic ones are left as they are."""
+    env = dict.fromkeys(OPENAI_URL_VARS, policy_url)
+    url = policy_url.rstrip("/")
+    if url.endswith("/v1"):
+        env.update(dict.fromkeys(ROOT_URL_VARS, url.removesuffix("/v1")))
+    return env
+
+
 def agent_env(base: dict[str, str], att: Attempt, otlp: str, policy_url: str,
               protocol: str = "http/protobuf", run_id: str | None = None) -> dict[str, str]:
     env = dict(base)
     env.update(otlp_env(otlp, protocol))
     env["OTEL_RESOURCE_ATTRIBUTES"] = resource_attributes(base.get("OTEL_RESOURCE_ATTRIBUTES"),
                                                           att.rollout_id, att.task.task_id)
-    env["OPENAI_BASE_URL"] = policy_url
+    env.update(base_url_env(policy_url))
     env.setdefault("OPENAI_API_KEY", "unused")  # the openai SDK refuses to start without one; local servers ignore it
+    env.setdefault("ANTHROPIC_API_KEY", "unused")  # the anthropic SDK refuses to send a request without one
     env["SPANRL_TASK_INPUT"] = att.task.input
     env["SPANRL_TASK_ID"] = att.task.task_id
     env["SPANRL_ROLLOUT_ID"] = att.rollout_id

@@ -97,7 +97,7 @@ def test_every_call_reaches_the_lake_small_ones_whole(sized) -> None:
             assert prompt == list(range(1000, 1000 + len(prompt))) and len(prompt) > size // 4
         else:  # cut to the budget with a marker, its original size said, its ids dropped (text only now)
             assert "gen_ai.input.messages" in row["truncated"] and "spanrl.prompt_token_ids" in row["truncated"]
-            assert row["source"] is None and int(row["original"]) > size
+            assert row["source"] == "text" and int(row["original"]) > size
             assert row["input"].startswith('[{"role": "user", "parts": [{"type": "text", "content": "call-' + name)
             assert "cut by spanrl gateway" in row["input"] and len(row["input"]) < BUDGET
             assert row["call_input"] is None and row["call_ids"] is None  # missing content, not a shorter prompt
