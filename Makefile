@@ -8,7 +8,7 @@ PIP    := $(BIN)/python -m pip
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-quick test lint bench chaos reliability install clean screenshots
+.PHONY: demo demo-quick test lint bench chaos reliability mutations install clean screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ SPANRL_CHAOS_KILLS ?= 24
 chaos: $(STAMP)
 	SPANRL_CHAOS_S=$(SPANRL_CHAOS_S) SPANRL_CHAOS_KILLS=$(SPANRL_CHAOS_KILLS) \
 	  $(BIN)/python -m pytest -q -p no:cacheprovider -m chaos tests/collector/test_chaos.py
+
+# issue 42's property test at full size: 1,000 mutations of real recordings, each read or counted
+# (the default suite runs 50). SPANRL_MUTATION_CASES=N for another size.
+mutations: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m mutations tests/ingest/test_mutations.py
 
 # full-size reliability tests kept out of `make test` (minutes, hundreds of MB), then the chaos run
 reliability: $(STAMP)

@@ -14,9 +14,9 @@ from typing import Any
 
 # Which switch turns content capture on, by the convention that recognised the call.
 CAPTURE_SWITCHES = {
-    "genai": "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY (with "
+    "genai": "set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY (with "
              "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental for util-genai based instrumentations)",
-    "openllmetry": "TRACELOOP_TRACE_CONTENT=true",
+    "openllmetry": "set TRACELOOP_TRACE_CONTENT=true",
     "openinference": "unset OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS",
 }
 
@@ -30,7 +30,7 @@ def coverage_hint(groups: list[dict[str, Any]]) -> str | None:
     conventions = {c for g in groups for c in g["conventions"]}
     switches = [text for key, text in CAPTURE_SWITCHES.items() if any(c.startswith(key) for c in conventions)]
     scopes = ", ".join(f"{g['scope_name'] or '?'} {g['scope_version'] or ''}".strip() for g in groups[:3])
-    fix = f"content capture looks disabled: set {'; or '.join(switches)}" if switches else \
+    fix = f"content capture looks disabled: {'; or '.join(switches)}" if switches else \
         "no convention read their content: map its attributes with [[conventions]] in spanrl.toml (docs/lake.md)"
     return (f"hint: {n_in} LLM call(s) without input content, {n_out} without output ({scopes}): {fix}. "
             "List them: spanrl sql \"select * from coverage\"")

@@ -56,6 +56,7 @@ def collect_stats(con: duckdb.DuckDBPyConnection, plan: Plan, settle_s: float | 
         "min_time_ns": times["lo"], "max_time_ns": times["hi"],
         "llm_calls": one(con, "SELECT count(*) AS n FROM llm_calls")["n"],
         "content_coverage": content_coverage(con),
+        "unreadable_values": pairs(read_sql("summary/unreadable_values")),  # coverage.unreadable, by reason
         "advantage": advantage_stats(con),
         "stage2": plan_stats(plan),
         **waiting_stats(con, settle_s, state),
@@ -166,6 +167,9 @@ def print_summary(result: BuildResult) -> None:
     if s.get("llm_calls_without_tool_schema"):
         row("tool calls without schema", f"{s['llm_calls_without_tool_schema']} LLM call(s) made tool calls but no "
             "instrumentation recorded the tool definitions (coverage.missing_tool_schema)")
+    if s.get("unreadable_values"):
+        row("values read as NULL", _pairs(s["unreadable_values"]) + " (a value no convention could read: "
+            "spanrl sql \"select span_id, unnest(unreadable) from coverage\")")
     if s.get("config_changed"):
         row("stage-2 config changed", ", ".join(s["config_changed"])
             + ": every rollout was rebuilt with the new config (LATEST's config differs)")

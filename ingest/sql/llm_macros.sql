@@ -95,6 +95,12 @@ CREATE OR REPLACE MACRO json_or_text(j) AS CASE
     WHEN json_type(j) = 'VARCHAR' THEN coalesce(try_cast(json_extract_string(j, '$') AS JSON), j)
     ELSE j END;
 
+-- A body an instrumentation hid (OpenInference's OPENINFERENCE_HIDE_INPUTS / _OUTPUTS write the marker
+-- `__REDACTED__` in its place) is no content: read as a message it became a prompt of that one word, trained
+-- on as if the model had seen it. NULL instead, so coverage counts the call as capture switched off.
+CREATE OR REPLACE MACRO unredacted(j) AS CASE
+    WHEN j IS NOT NULL AND json_type(j) = 'VARCHAR' AND json_extract_string(j, '$') = '__REDACTED__' THEN NULL ELSE j END;
+
 -- JSON -> text as it should appear in a message: strings as they are, anything else serialised.
 CREATE OR REPLACE MACRO json_text(j) AS CASE
     WHEN j IS NULL OR json_type(j) = 'NULL' THEN NULL
@@ -312,15 +318,41 @@ CREATE OR REPLACE MACRO restore_here(msgs, src_of, i) AS
 -- system prompt and in restored messages, never in the message a request ends with).
 CREATE OR REPLACE MACRO spanrl_msg_text(m) AS CASE WHEN json_type(m, '$.content') = 'ARRAY'
     THEN array_to_string(json_extract_string(m, '$.content[*].text'), '') ELSE coalesce(json_extract_string(m, '$.content'), '') END;
--- A tool call's arguments as the fingerprint sees them: JSON minified; text that is not JSON as it is
--- (never cast: an empty or torn value must not stop the query); no arguments, an empty string and
+-- A tool call's arguments as the fingerprint sees them: JSON minified (json(), which minifies, under try();
+-- a cast to JSON keeps the text as it is); text that is not JSON as it is (the CAST to VARCHAR keeps the
+-- coalesce a VARCHAR: typed JSON, its '' fallback was cast to JSON and stopped the query); no arguments, an empty string and
 -- `{}` are one (OpenInference leaves the attribute out of a call made with `{}`, a handoff's, while
 -- the GenAI instrumentation of the same request writes `{}`).
 CREATE OR REPLACE MACRO spanrl_args_fp(a) AS CASE
     WHEN a IS NULL OR trim(a) IN ('', '{}') THEN ''
-    ELSE coalesce(CAST(try_cast(a AS JSON) AS VARCHAR), a) END;
+    ELSE coalesce(CAST(try(json(a)) AS VARCHAR), a) END;
 CREATE OR REPLACE MACRO spanrl_output_fp(m) AS md5(spanrl_msg_text(m) || chr(31) || coalesce(array_to_string(list_transform(
     json_extract(m, '$.tool_calls[*].function'),
     lambda f: coalesce(f->>'name', '') || chr(30) || spanrl_args_fp(f->>'arguments')), chr(29)), ''));
 CREATE OR REPLACE MACRO spanrl_input_fp(msgs) AS
     md5(coalesce(json_extract_string(msgs, '$[#-1].role'), '') || chr(31) || spanrl_msg_text(json_extract(msgs, '$[#-1]')));
+
+-- coverage.sql's `unreadable` (issue 42): the call attributes read as numbers, and the content attributes
+-- some convention parses as JSON, with what is wrong with a value that was read as NULL instead.
+CREATE OR REPLACE MACRO coverage_number_keys() AS [
+    'gen_ai.usage.input_tokens', 'gen_ai.usage.prompt_tokens', 'gen_ai.usage.output_tokens',
+    'gen_ai.usage.completion_tokens', 'gen_ai.request.temperature'];
+CREATE OR REPLACE MACRO coverage_content_key(k) AS k IN (
+    'gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.system_instructions', 'gen_ai.tool.definitions',
+    'input.value', 'output.value', 'llm.invocation_parameters', 'mlflow.spanInputs', 'mlflow.spanOutputs',
+    'langfuse.observation.input', 'langfuse.observation.output', 'gcp.vertex.agent.llm_request',
+    'gcp.vertex.agent.llm_response', 'ai.prompt.messages', 'ai.response.toolCalls', 'events', 'all_messages_events')
+    OR (starts_with(k, 'llm.tools.') AND ends_with(k, '.tool.json_schema'))
+    OR ends_with(k, '.tool_call.function.arguments');
+-- A content value's problem, or NULL when it reads: JSON text that does not parse, or (for the GenAI message
+-- and definition lists) JSON of another shape. Free text (input.value of a text/plain span) is fine.
+CREATE OR REPLACE MACRO coverage_content_problem(k, t) AS CASE
+    WHEN t IS NULL THEN NULL
+    WHEN trim(t) = '' THEN CASE WHEN k IN ('gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.tool.definitions',
+                                           'gen_ai.system_instructions') THEN 'empty' END
+    WHEN try_cast(t AS JSON) IS NULL THEN CASE
+        WHEN regexp_matches(ltrim(t), '^[\[{"]') OR k IN ('gen_ai.input.messages', 'gen_ai.output.messages',
+                                                         'gen_ai.tool.definitions') THEN 'not JSON' END
+    WHEN k IN ('gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.tool.definitions')
+         AND json_type(try_cast(t AS JSON)) <> 'ARRAY' THEN 'not a JSON list'
+    END;

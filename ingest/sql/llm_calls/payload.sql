@@ -63,7 +63,7 @@ mlflow_chats AS (  -- MLflow's standardised conversation (mlflow.chat.messages, 
 ),
 bodies AS (  -- one row per call: its request body, response body and the source's extras
     SELECT trace_id, span_id, source,
-           CASE source WHEN 'openinference' THEN json_or_text(payload_attr(v, 'input.value')) WHEN 'langfuse' THEN json_or_text(payload_attr(v, 'langfuse.observation.input'))
+           CASE source WHEN 'openinference' THEN unredacted(json_or_text(payload_attr(v, 'input.value'))) WHEN 'langfuse' THEN json_or_text(payload_attr(v, 'langfuse.observation.input'))
                        WHEN 'mlflow' THEN CASE WHEN cm_list IS NULL THEN json_or_text(payload_attr(v, 'mlflow.spanInputs'))
                            ELSE json_merge_patch(coalesce(CASE WHEN json_type(json_or_text(payload_attr(v, 'mlflow.spanInputs'))) = 'OBJECT'
                                                                THEN json_or_text(payload_attr(v, 'mlflow.spanInputs')) END, '{}'),
@@ -72,7 +72,7 @@ bodies AS (  -- one row per call: its request body, response body and the source
                        -- pydantic-ai v1: the request is the input events as a message list
                        ELSE to_json(list_filter(json_extract(json_or_text(payload_attr(v, 'events')), '$[*]'),
                                                 lambda e: json_extract_string(e, '$."event.name"') <> 'gen_ai.choice')) END AS rq,
-           CASE source WHEN 'openinference' THEN json_or_text(payload_attr(v, 'output.value')) WHEN 'langfuse' THEN json_or_text(payload_attr(v, 'langfuse.observation.output'))
+           CASE source WHEN 'openinference' THEN unredacted(json_or_text(payload_attr(v, 'output.value'))) WHEN 'langfuse' THEN json_or_text(payload_attr(v, 'langfuse.observation.output'))
                        WHEN 'mlflow' THEN CASE WHEN NOT cm_has_output THEN mlflow_out
                            WHEN json_type(mlflow_out) = 'OBJECT' THEN json_merge_patch(mlflow_out, json_object('message', cm_list[-1]))
                            ELSE json_object('message', cm_list[-1]) END

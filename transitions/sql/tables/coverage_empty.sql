@@ -4,5 +4,6 @@ CREATE TABLE coverage AS
 SELECT NULL::VARCHAR AS trace_id, NULL::VARCHAR AS span_id, NULL::VARCHAR AS span_name,
        NULL::VARCHAR AS convention, NULL::VARCHAR AS scope_name, NULL::VARCHAR AS scope_version,
        NULL::BOOLEAN AS missing_input, NULL::BOOLEAN AS missing_output, NULL::BOOLEAN AS missing_tool_schema,
-       NULL::VARCHAR[] AS attribute_keys, NULL::VARCHAR[] AS event_names
+       NULL::VARCHAR[] AS attribute_keys, NULL::VARCHAR[] AS event_names,
+       NULL::STRUCT(span_id VARCHAR, "key" VARCHAR, reason VARCHAR)[] AS unreadable
 WHERE false
