@@ -1,5 +1,6 @@
 """Record the instrumentation mixes of issue 42, once, by hand (no network; about a minute):
 
+    .venv/bin/pip install logfire    # the Pydantic AI mix only (not a project dependency: the recording is kept)
     .venv/bin/python tests/data/ingest/mixes/record.py
 
 Each scenario is an unmodified agent of tests/rollout run by ``spanrl rollout`` against the local fake
