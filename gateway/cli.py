@@ -39,7 +39,7 @@ from spanrl.options import data_option
 def gateway(data: Path, upstream: str, host: str, port: int, otlp: str | None, token: str | None,
             upstream_key: str | None, token_ids: str, capture_messages: bool, allow_hosts: tuple[str, ...],
             max_span_mib: float) -> None:
-    """OpenAI- and Anthropic-compatible proxy that records every LLM call of any agent with engine token ids.
+    """OpenAI-compatible proxy that records every LLM call of any agent with engine token ids.
 
     Point an agent's OPENAI_BASE_URL at its /v1 (ANTHROPIC_BASE_URL at its root; or `spanrl rollout
     --policy-url` at its /v1): each chat completion, completion, Responses API call and Anthropic

@@ -1,8 +1,9 @@
 """``spanrl serve``: a small OpenAI-compatible chat server that traces its own token ids (docs/demo.md).
 
-Routes: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health`` (counters, including
-generate calls and batch sizes), ``POST /v1/load_lora_adapter`` / ``/v1/unload_lora_adapter``
-(vLLM-compatible). The HTTP side (aiohttp) only validates, renders the prompt and waits; the
+Routes: ``POST /v1/chat/completions``, ``POST /v1/responses`` and ``/v1/messages`` (the Responses
+and Anthropic Messages APIs, translated to the same pipeline: serve/wire_apis.py), ``GET /v1/models``,
+``GET /health`` (counters, including generate calls and batch sizes), ``POST /v1/load_lora_adapter``
+/ ``/v1/unload_lora_adapter`` (vLLM-compatible). The HTTP side (aiohttp) only validates, renders the prompt and waits; the
 model lives on one worker thread (``serve_batching.Batcher``) that batches concurrent requests and
 swaps adapters between batches. Every completion gets one OTel span (``serve_tracing``); the
 OpenAI wire format (validation, errors, logprobs, streaming) lives in ``serve_api``.
@@ -11,10 +12,10 @@ OpenAI wire format (validation, errors, logprobs, streaming) lives in ``serve_ap
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,20 +32,21 @@ from spanrl.serve.api import (
     choice_params,
     error_response,
     json_body,
-    logprobs_content,
     messages_and_tools,
     parse_sampling,
     stream_response,
 )
 from spanrl.serve.batching import DEFAULT, AdapterWatcher, Batcher, Control, Job
+from spanrl.serve.completion import completion_response
 from spanrl.serve.engine import Engine, SamplingParams, Sequence
-from spanrl.serve.tools import parse_tool_calls, render_prompt
+from spanrl.serve.tools import render_prompt
 from spanrl.serve.tracing import (
     make_tracer_provider,
     request_attributes,
     response_attributes,
     start_chat_span,
 )
+from spanrl.serve.wire_apis import MESSAGES, RESPONSES, WireApi, stream_events
 from spanrl.trainer.adapter import ADAPTER_CONFIG, adapters_dir, is_peft_folder
 
 log = logging.getLogger("spanrl.serve")
@@ -128,6 +130,8 @@ class ChatServer:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[auth_middleware(self.config.token)])
         app.router.add_post("/v1/chat/completions", self.chat)
+        for api in (RESPONSES, MESSAGES):  # the same pipeline, translated (serve/wire_apis.py)
+            app.router.add_post(api.route, functools.partial(self._complete, api=api))
         app.router.add_get("/v1/models", self.models)
         app.router.add_get("/health", self.health)
         app.router.add_get("/metrics", self.health)
@@ -193,10 +197,15 @@ class ChatServer:
         return await asyncio.wrap_future(self.batcher.submit(Control(action)))
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._complete(request, None)
+
+    async def _complete(self, request: web.Request, api: WireApi | None) -> web.StreamResponse:
+        """One completion: a chat-completions request, or another API's (``api``) translated to one."""
         self.requests += 1
         span = None
         try:
-            body = await json_body(request)
+            original = await json_body(request)
+            body = api.to_chat(original) if api else original
             if self.config.temperature is not None:  # forced: the span records what was really used
                 body = {**body, "temperature": self.config.temperature}
             model = body.get("model") or self.name
@@ -211,10 +220,16 @@ class ChatServer:
             prompt_ids = self._prompt(messages, tools, params)
             job = Job([Sequence(prompt_ids, choice_params(params, i)) for i in range(n)], adapter)
             await asyncio.wrap_future(self.batcher.submit(job))
-            response = self._response(body, model, job, tools is not None)
+            response = completion_response(self.engine.tokenizer, body, model, job, tools is not None,
+                                           api.id_prefix if api else "chatcmpl-")
             span.set_attributes(response_attributes(response, prompt_ids, job.seqs, str(self.model_path.name),
                                                     job.adapter_used, self.config.capture_messages))
             headers = {ADAPTER_HEADER: job.adapter_used or "base"}
+            if api is not None:
+                answer = api.from_chat(response, original, self.engine.tokenizer.decode)
+                if original.get("stream"):
+                    return await stream_events(request, api.events(answer), headers)
+                return web.json_response(answer, headers=headers)
             if body.get("stream"):
                 return await stream_response(request, response, headers, bool((body.get("stream_options") or {}).get("include_usage")))
             return web.json_response(response, headers=headers)
@@ -224,7 +239,7 @@ class ChatServer:
             return error_response(exc)
         except Exception as exc:  # never crash on a request
             self.failed += 1
-            log.exception("chat completion failed")
+            log.exception("%s failed", api.route if api else "chat completion")
             _fail(span, exc)
             return error_response(ApiError(f"internal error: {exc}", 500))
         finally:
@@ -266,37 +281,6 @@ class ChatServer:
                            param="messages")
         params.max_tokens = min(params.max_tokens, room)
         return prompt_ids
-
-    def _response(self, body: dict[str, Any], model: str, job: Job, tools: bool) -> dict[str, Any]:
-        tok = self.engine.tokenizer
-        choices, completion_tokens = [], 0
-        for i, seq in enumerate(job.seqs):
-            text = tok.decode(seq.output_ids, skip_special_tokens=True)
-            if seq.stop_at is not None:
-                text = text[: seq.stop_at]
-            parsed = parse_tool_calls(text) if tools else None
-            message: dict[str, Any] = {"role": "assistant", "content": parsed.content if parsed else text}
-            finish = seq.finish_reason or "length"
-            if parsed and parsed.tool_calls:
-                message["tool_calls"] = parsed.tool_calls
-                finish = "tool_calls" if finish == "stop" else finish
-            choice: dict[str, Any] = {"index": i, "message": message, "finish_reason": finish,
-                                      "logprobs": logprobs_content(tok, seq) if body.get("logprobs") else None}
-            if body.get("return_token_ids"):
-                choice["token_ids"] = list(seq.output_ids)
-            choices.append(choice)
-            completion_tokens += len(seq.output_ids)
-        prompt_tokens = len(job.seqs[0].prompt_ids)
-        response: dict[str, Any] = {
-            "id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
-            "model": model, "system_fingerprint": job.adapter_used or "base", "choices": choices,
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
-        }
-        if body.get("return_token_ids"):
-            response["prompt_token_ids"] = list(job.seqs[0].prompt_ids)
-        return response
-
 
 def _fail(span: Any, exc: Exception) -> None:
     if span is None:
