@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from spanrl.serve.api import ApiError, authorized, error_response
+from spanrl.serve.api import ApiError, error_response
 from spanrl.webguard import cross_site, host_refused, same_origin
 
 
@@ -39,19 +39,3 @@ def gateway_guard(hosts: frozenset[str] | None, bind: str, counts: Counter) -> A
 
     return guard
 
-
-def gateway_auth(token: str | None, open_paths: frozenset[str]) -> Any:
-    """With ``--token``: every route but ``open_paths`` needs it, as ``Authorization: Bearer TOKEN``
-    (the OpenAI SDKs) or ``x-api-key: TOKEN`` (the Anthropic SDK's header for ANTHROPIC_API_KEY); 401
-    otherwise, nothing forwarded."""
-
-    @web.middleware
-    async def check(request: web.Request, handler: Any) -> web.StreamResponse:
-        if token is not None and request.path not in open_paths \
-                and not authorized(request.headers.get("Authorization"), token) \
-                and not authorized("Bearer " + request.headers.get("x-api-key", ""), token):
-            return error_response(ApiError("missing or wrong 'Authorization: Bearer <token>' (or 'x-api-key: "
-                                           "<token>') header: send the gateway's --token", 401))
-        return await handler(request)
-
-    return check

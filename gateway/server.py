@@ -39,14 +39,14 @@ from spanrl.gateway.calls import PROMPT_UNKNOWN, Call
 from spanrl.gateway.chat import ChatCall, CompletionsCall
 from spanrl.gateway.conversations import Conversations
 from spanrl.gateway.delivery import MIB, ORIGINAL_BYTES, TRUNCATED, Tally, fit, tracer_provider
-from spanrl.gateway.guard import gateway_auth, gateway_guard
+from spanrl.gateway.guard import gateway_guard
 from spanrl.gateway.headers import recorded_headers
 from spanrl.gateway.messages import MessagesCall
 from spanrl.gateway.passthrough import pass_through, route_name
 from spanrl.gateway.responses import ResponsesCall
 from spanrl.gateway.upstream import Replay, completion, fail
 from spanrl.layout import otel_dir
-from spanrl.serve.api import ApiError, error_response, json_body
+from spanrl.serve.api import ApiError, auth_middleware, error_response, json_body
 from spanrl.webguard import allowed_hosts, is_loopback
 
 log = logging.getLogger("spanrl.gateway")
@@ -113,7 +113,7 @@ class Gateway:
         app = web.Application(client_max_size=self.config.max_request_bytes,
                               middlewares=[gateway_guard(allowed_hosts(self.config.host, self.config.allow_hosts),
                                                          self.config.host, self.counts),
-                                           gateway_auth(self.config.token, frozenset({"/health", "/spanrl/gateway"}))])
+                                           auth_middleware(self.config.token, frozenset({"/health", "/spanrl/gateway"}))])
         calls: tuple[Callable[[dict[str, Any], bool], Call], ...] = (
             ChatCall, CompletionsCall, MessagesCall, lambda body, capture: ResponsesCall(body, capture, self.conversations))
         for prefix in ("", PREFIX):

@@ -173,12 +173,17 @@ def authorized(header: str | None, token: str | None) -> bool:
 
 
 def auth_middleware(token: str | None, open_paths: frozenset[str] = frozenset({"/health"})) -> Any:
-    """Every route but ``open_paths`` (liveness probes) needs the bearer token; 401 otherwise."""
+    """Every route but ``open_paths`` (liveness probes) needs the token: ``Authorization: Bearer
+    TOKEN`` (the OpenAI SDKs) or ``x-api-key: TOKEN`` (the Anthropic SDK's header for its
+    ANTHROPIC_API_KEY); 401 otherwise."""
 
     @web.middleware
     async def check(request: web.Request, handler: Any) -> web.StreamResponse:
-        if request.path not in open_paths and not authorized(request.headers.get("Authorization"), token):
-            return error_response(ApiError("missing or wrong 'Authorization: Bearer <token>' header", 401))
+        if token is not None and request.path not in open_paths \
+                and not authorized(request.headers.get("Authorization"), token) \
+                and not authorized("Bearer " + request.headers.get("x-api-key", ""), token):
+            return error_response(ApiError("missing or wrong 'Authorization: Bearer <token>' (or 'x-api-key: <token>') "
+                                           "header: send the server's --token", 401))
         return await handler(request)
 
     return check

@@ -183,6 +183,29 @@ def test_a_streamed_route_passes_through_as_a_stream() -> None:
     assert gw.gateway.counts["passed_through"] == 2 and gw.gateway.counts["spans"] == 0
 
 
+def test_a_gateway_token_is_taken_as_x_api_key_and_each_api_gets_the_upstream_key() -> None:
+    """With --token the Anthropic SDK's x-api-key header is the gateway's token (401 when wrong,
+    nothing forwarded); the upstream gets --upstream-key as Anthropic's x-api-key on /v1/messages (with
+    the SDK's anthropic-version), as a bearer token elsewhere, passed-through routes too."""
+    import anthropic
+
+    ask = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+    with FakeApis() as upstream:
+        gw = gateway_in_background(GatewayConfig(upstream=upstream.url, port=0, token="T", upstream_key="K"),
+                                   span_exporter=_memory())
+        try:
+            reply = anthropic.Anthropic(base_url=gw.url, api_key="T", max_retries=0).messages.create(**ask)
+            with pytest.raises(anthropic.AuthenticationError):
+                anthropic.Anthropic(base_url=gw.url, api_key="wrong", max_retries=0).messages.create(**ask)
+            openai.OpenAI(base_url=gw.url + "/v1", api_key="T", max_retries=0).embeddings.create(model="e", input="x")
+        finally:
+            gw.stop()
+    assert reply.content[0].text == "Echo: hi" and len(upstream.calls["messages"]) == 1
+    (sent,) = upstream.headers["messages"]
+    assert sent.get("x-api-key") == "K" and "Authorization" not in sent and sent.get("anthropic-version")
+    assert upstream.headers["embeddings"][0]["Authorization"] == "Bearer K"
+
+
 def _memory():
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 

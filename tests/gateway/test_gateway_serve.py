@@ -101,3 +101,40 @@ def test_a_moved_latest_is_loaded_by_the_next_request(chain) -> None:
     _point_latest(root, "c2")
     assert _ask(chain["served"].url, "solver").status_code == 200
     assert chain["served"].server.agent_cycles["solver"] == "c2"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_responses_and_messages_through_the_gateway_to_serve(chain, stream: bool) -> None:
+    """Issue 43: the Responses API gets serve's exact ids into the gateway's span (vLLM's
+    enable_response_messages fields, which the agent does not see); Anthropic Messages has no id field,
+    so the gateway's span is text, while serve's span under it has the ids: both spans carry the
+    answer's id (one call, one row in the lake)."""
+    import anthropic
+
+    for api in ("responses", "messages"):
+        chain["gw_spans"].clear()
+        chain["serve_spans"].clear()
+        if api == "responses":
+            client = openai.OpenAI(base_url=chain["gw"].url + "/v1", api_key="unused", max_retries=0, timeout=60)
+            if stream:
+                answer_id = list(client.responses.create(model="tiny-chat", input="Hello", stream=True))[-1].response.id
+            else:
+                reply = client.responses.create(model="tiny-chat", input="Hello")
+                assert "input_messages" not in (reply.model_extra or {})
+                answer_id = reply.id
+        else:
+            claude = anthropic.Anthropic(base_url=chain["gw"].url, api_key="unused", max_retries=0, timeout=60)
+            ask = {"model": "tiny-chat", "max_tokens": 8, "messages": [{"role": "user", "content": "Hello"}]}
+            if stream:
+                with claude.messages.stream(**ask) as events:
+                    answer_id = events.get_final_message().id
+            else:
+                answer_id = claude.messages.create(**ask).id
+        ours, theirs = _call_spans(chain)
+        assert ours.attributes["gen_ai.response.id"] == theirs.attributes["gen_ai.response.id"] == answer_id
+        assert theirs.parent.span_id == ours.context.span_id
+        if api == "responses":
+            for key in ("spanrl.prompt_token_ids", "spanrl.response_token_ids"):
+                assert list(ours.attributes[key]) == list(theirs.attributes[key]) and len(ours.attributes[key]) > 0
+        else:
+            assert ours.attributes["spanrl.token_source"] == "text" and len(theirs.attributes["spanrl.prompt_token_ids"]) > 0

@@ -10,7 +10,8 @@ FakeVLLM's chat completions (tests/helpers/fake_vllm.py) plus
 - ``POST /v1/audio/speech``: a stream in two chunks, the second sent only once ``release`` is set
   (or ``TIMEOUT`` after 10 s): a test can tell a streamed pass-through from a buffered one.
 
-``calls[api]`` holds (request, response) per API in order (``exchanges`` the chat ones, as before).
+``calls[api]`` holds (request, response) per API in order (``exchanges`` the chat ones, as before),
+``headers[api]`` the request headers.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class FakeApis(FakeVLLM):
         super().__init__()
         self.calls: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {
             "responses": [], "messages": [], "completions": [], "embeddings": [], "speech": []}
+        self.headers: dict[str, list[dict[str, str]]] = {api: [] for api in self.calls}
         self.conversations: dict[str, list[dict[str, Any]]] = {}
         self.release = threading.Event()
 
@@ -42,8 +44,9 @@ class FakeApis(FakeVLLM):
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_post("/v1/audio/speech", self._speech)
 
-    def _record(self, api: str, body: dict[str, Any], resp: dict[str, Any]) -> int:
+    def _record(self, api: str, body: dict[str, Any], resp: dict[str, Any], request: web.Request) -> int:
         self.calls[api].append((body, resp))
+        self.headers[api].append(dict(request.headers))
         return len(self.calls[api])
 
     async def _sse(self, request: web.Request, payloads: list[dict[str, Any]], named: bool) -> web.StreamResponse:
@@ -66,7 +69,7 @@ class FakeApis(FakeVLLM):
             n = len(self.calls["responses"]) + 1
             resp, conversation = fake_responses.reply(body, self.conversations.get(previous, []), n)
             self.conversations[resp["id"]] = conversation
-            self._record("responses", body, resp)
+            self._record("responses", body, resp, request)
         if body.get("stream"):
             return await self._sse(request, fake_responses.events(resp), named=True)
         return web.json_response(resp)
@@ -75,7 +78,7 @@ class FakeApis(FakeVLLM):
         body = await request.json()
         with self._lock:
             resp = fake_messages.reply(body, len(self.calls["messages"]) + 1)
-            self._record("messages", body, resp)
+            self._record("messages", body, resp, request)
         if body.get("stream"):
             return await self._sse(request, fake_messages.events(resp), named=True)
         return web.json_response(resp)
@@ -93,7 +96,7 @@ class FakeApis(FakeVLLM):
                     "model": body.get("model", "fake-model"), "choices": [choice],
                     "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()),
                               "total_tokens": len(prompt.split()) + len(text.split())}}
-            self._record("completions", body, resp)
+            self._record("completions", body, resp, request)
         if body.get("stream"):
             return await self._sse(request, [resp], named=False)
         return web.json_response(resp)
@@ -106,13 +109,13 @@ class FakeApis(FakeVLLM):
                          for i, t in enumerate(inputs)],
                 "usage": {"prompt_tokens": sum(len(t.split()) for t in inputs), "total_tokens": 0}}
         with self._lock:
-            self._record("embeddings", body, resp)
+            self._record("embeddings", body, resp, request)
         return web.json_response(resp)
 
     async def _speech(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         with self._lock:
-            self._record("speech", body, {})
+            self._record("speech", body, {}, request)
         stream = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
         await stream.prepare(request)
         await stream.write(b"chunk-1;")
