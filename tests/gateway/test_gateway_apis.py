@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import urllib.request
 from pathlib import Path
 
 import openai
@@ -54,6 +55,7 @@ def lake(tmp_path_factory):
             third = openai.OpenAI(base_url=other.url + "/v1", api_key="x", max_retries=0).responses.create(
                 model="policy", previous_response_id=second.id, input="third question")
             completion = client.completions.create(model="policy", prompt="complete this")
+            streamed = list(client.completions.create(model="policy", prompt="stream this", stream=True))
             embedding = client.embeddings.create(model="embed", input="a sentence to embed")
         finally:
             if other is not None:
@@ -66,7 +68,7 @@ def lake(tmp_path_factory):
             row[key] = json.loads(row[key]) if row[key] else None
     yield {"data": data, "runs": runs, "rows": {r["response_id"]: r for r in rows}, "n_rows": len(rows),
            "up": upstream, "n_responses": n_responses, "gateway": gw.gateway, "other": other.gateway,
-           "chain": (first, second, third), "completion": completion, "embedding": embedding}
+           "chain": (first, second, third), "completion": completion, "streamed": streamed, "embedding": embedding}
 
 
 def _mine(lake, command: list[str], api: str) -> tuple[set[str], list[dict]]:
@@ -140,13 +142,16 @@ def test_a_previous_response_id_chain_is_recorded_whole_or_marked(lake) -> None:
     assert lake["other"].counts["prompt_unknown"] == 1 and lake["gateway"].counts["prompt_unknown"] == 0
 
 
-def test_a_text_completion_is_recorded_with_engine_ids(lake) -> None:
-    req, resp = lake["up"].calls["completions"][0]
-    assert req["return_token_ids"] is True and lake["completion"].choices[0].text == "Echo: complete this"
-    assert "token_ids" not in (lake["completion"].choices[0].model_extra or {})  # not asked for: not shown
+@pytest.mark.parametrize("k", [0, 1])
+def test_a_text_completion_is_recorded_with_engine_ids(lake, k: int) -> None:
+    req, resp = lake["up"].calls["completions"][k]
+    prompt = ("complete this", "stream this")[k]
+    answer = lake["completion"].choices[0] if k == 0 else lake["streamed"][0].choices[0]
+    assert req["return_token_ids"] is True and answer.text == f"Echo: {prompt}" and bool(req.get("stream")) == (k == 1)
+    assert not {"token_ids", "prompt_token_ids"} & set(answer.model_extra or {})  # not asked for: not shown
     row = lake["rows"][resp["id"]]
-    assert row["input_messages"] == [{"role": "user", "content": "complete this"}]
-    assert row["output_message"]["content"] == "Echo: complete this"
+    assert row["input_messages"] == [{"role": "user", "content": prompt}]
+    assert row["output_message"]["content"] == f"Echo: {prompt}"
     assert list(row["prompt_token_ids"]) == resp["choices"][0]["prompt_token_ids"]
     assert list(row["response_token_ids"]) == resp["choices"][0]["token_ids"]
 
@@ -158,7 +163,7 @@ def test_an_embedding_passes_through_counted_and_unrecorded(lake) -> None:
     # the runner's GET /v1/models probe (once per spanrl rollout) passes through too
     assert lake["gateway"].routes == {"POST /v1/embeddings": 1, "GET /v1/models": 2}
     assert lake["gateway"].counts["passed_through"] == 3
-    n_recorded = 3 * len(TASKS) + 2 * len(TASKS) + 2 + 1  # agents, anthropic, the chain's two, the completion
+    n_recorded = 3 * len(TASKS) + 2 * len(TASKS) + 2 + 2  # agents, anthropic, the chain's two, the completions
     assert lake["gateway"].counts["calls"] == n_recorded and lake["n_rows"] == n_recorded + 1  # + the other gateway's
 
 
@@ -204,6 +209,34 @@ def test_a_gateway_token_is_taken_as_x_api_key_and_each_api_gets_the_upstream_ke
     (sent,) = upstream.headers["messages"]
     assert sent.get("x-api-key") == "K" and "Authorization" not in sent and sent.get("anthropic-version")
     assert upstream.headers["embeddings"][0]["Authorization"] == "Bearer K"
+
+
+def test_an_upstream_that_rejects_the_responses_id_field_is_asked_without_it() -> None:
+    """A hosted Responses API refuses vLLM's enable_response_messages (400 naming it): asked once,
+    then never again; the calls are recorded as text, the agent never sees the 400."""
+    with FakeApis(strict=True) as upstream:
+        gw = gateway_in_background(GatewayConfig(upstream=upstream.url, port=0), span_exporter=(spans := _memory()))
+        try:
+            client = openai.OpenAI(base_url=gw.url + "/v1", api_key="x", max_retries=0)
+            answers = [client.responses.create(model="m", input=f"question {i}").output_text for i in range(2)]
+            info = json.loads(urllib.request.urlopen(gw.url + "/spanrl/gateway", timeout=30).read())
+        finally:
+            gw.stop()
+    assert answers == ["Echo: question 0", "Echo: question 1"]
+    assert ["enable_response_messages" in req for req, _ in upstream.calls["responses"]] == [True, False, False]
+    assert info["token_id_fields_rejected"] == ["enable_response_messages"] and info["asks_token_ids"] is True
+    assert [s.attributes["spanrl.token_source"] for s in spans.get_finished_spans()] == ["text", "text"]
+
+
+def test_rollout_hands_out_the_base_urls_the_common_sdks_read() -> None:
+    from spanrl.rollout.process import base_url_env
+
+    attempt = "http://127.0.0.1:8400/r/rollout-1/-/v1"
+    assert base_url_env(attempt) == {"OPENAI_BASE_URL": attempt, "OPENAI_API_BASE": attempt,
+                                     "ANTHROPIC_BASE_URL": "http://127.0.0.1:8400/r/rollout-1/-",
+                                     "ANTHROPIC_API_BASE": "http://127.0.0.1:8400/r/rollout-1/-"}
+    assert base_url_env("http://host/openai") == {"OPENAI_BASE_URL": "http://host/openai",
+                                                  "OPENAI_API_BASE": "http://host/openai"}  # no /v1: root unknown
 
 
 def _memory():

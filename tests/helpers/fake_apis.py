@@ -28,8 +28,10 @@ from tests.helpers.fake_vllm import FakeVLLM, word_ids
 
 
 class FakeApis(FakeVLLM):
-    def __init__(self) -> None:
-        super().__init__()
+    """``strict=True`` plays a hosted API: a request naming vLLM's id fields gets HTTP 400 naming them."""
+
+    def __init__(self, strict: bool = False) -> None:
+        super().__init__(strict=strict)
         self.calls: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {
             "responses": [], "messages": [], "completions": [], "embeddings": [], "speech": []}
         self.headers: dict[str, list[dict[str, str]]] = {api: [] for api in self.calls}
@@ -60,6 +62,11 @@ class FakeApis(FakeVLLM):
 
     async def _responses(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
+        if self.strict and "enable_response_messages" in body:
+            self._record("responses", body, {}, request)
+            return web.json_response({"error": {"message": "Unknown parameter: 'enable_response_messages'.",
+                                                "type": "invalid_request_error", "param": "enable_response_messages",
+                                                "code": "unknown_parameter"}}, status=400)
         with self._lock:
             previous = body.get("previous_response_id")
             if previous and previous not in self.conversations:
