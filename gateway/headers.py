@@ -22,10 +22,13 @@ KEPT = ("anthropic-version", "anthropic-beta", "openai-organization", "openai-pr
 
 def credentials(incoming: Mapping[str, str], token: str | None, upstream_key: str | None,
                 anthropic: bool) -> dict[str, str]:
-    """The upstream's credential header: ``upstream_key`` when set (as ``x-api-key`` for the
-    Anthropic API), else the agent's own headers when the gateway takes no token of its own."""
+    """The upstream's credential headers: ``upstream_key`` when set (for the Anthropic API both as
+    ``x-api-key``, Anthropic's header, and as a bearer token, what vLLM's ``--api-key`` checks; the
+    Anthropic SDK itself sends both when given both), else the agent's own headers when the gateway
+    takes no token of its own."""
     if upstream_key:
-        return {"x-api-key": upstream_key} if anthropic else {"Authorization": f"Bearer {upstream_key}"}
+        bearer = {"Authorization": f"Bearer {upstream_key}"}
+        return {"x-api-key": upstream_key, **bearer} if anthropic else bearer
     if token is not None:
         return {}
     return {k: v for k, v in incoming.items() if k.lower() in CREDENTIALS}

@@ -190,8 +190,8 @@ def test_a_streamed_route_passes_through_as_a_stream() -> None:
 
 def test_a_gateway_token_is_taken_as_x_api_key_and_each_api_gets_the_upstream_key() -> None:
     """With --token the Anthropic SDK's x-api-key header is the gateway's token (401 when wrong,
-    nothing forwarded); the upstream gets --upstream-key as Anthropic's x-api-key on /v1/messages (with
-    the SDK's anthropic-version), as a bearer token elsewhere, passed-through routes too."""
+    nothing forwarded); the upstream gets --upstream-key as a bearer token, on /v1/messages also as
+    Anthropic's x-api-key (with the SDK's anthropic-version), passed-through routes too."""
     import anthropic
 
     ask = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
@@ -207,7 +207,7 @@ def test_a_gateway_token_is_taken_as_x_api_key_and_each_api_gets_the_upstream_ke
             gw.stop()
     assert reply.content[0].text == "Echo: hi" and len(upstream.calls["messages"]) == 1
     (sent,) = upstream.headers["messages"]
-    assert sent.get("x-api-key") == "K" and "Authorization" not in sent and sent.get("anthropic-version")
+    assert sent.get("x-api-key") == "K" and sent["Authorization"] == "Bearer K" and sent.get("anthropic-version")
     assert upstream.headers["embeddings"][0]["Authorization"] == "Bearer K"
 
 
@@ -226,6 +226,20 @@ def test_an_upstream_that_rejects_the_responses_id_field_is_asked_without_it() -
     assert ["enable_response_messages" in req for req, _ in upstream.calls["responses"]] == [True, False, False]
     assert info["token_id_fields_rejected"] == ["enable_response_messages"] and info["asks_token_ids"] is True
     assert [s.attributes["spanrl.token_source"] for s in spans.get_finished_spans()] == ["text", "text"]
+
+
+def test_the_conversation_memory_is_bounded_and_a_forgotten_link_is_unknown() -> None:
+    from spanrl.gateway.conversations import Conversations
+
+    memory = Conversations(max_bytes=600)
+    step = [{"role": "user", "parts": [{"type": "text", "content": "x" * 100}]}]
+    memory.remember("r1", None, step)
+    memory.remember("r2", "r1", step)
+    assert memory.recall("r2") == step + step and memory.forgotten == 0
+    for i in range(3, 8):
+        memory.remember(f"r{i}", f"r{i - 1}", step)
+    assert memory.size <= 600 and memory.forgotten > 0 and memory.recall("r1") is None
+    assert memory.recall("r7") is None  # its chain reaches a forgotten step: unknown, never a shorter prompt
 
 
 def test_rollout_hands_out_the_base_urls_the_common_sdks_read() -> None:
