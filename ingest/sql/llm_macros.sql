@@ -355,4 +355,7 @@ CREATE OR REPLACE MACRO coverage_content_problem(k, t) AS CASE
                                                          'gen_ai.tool.definitions') THEN 'not JSON' END
     WHEN k IN ('gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.tool.definitions')
          AND json_type(try_cast(t AS JSON)) <> 'ARRAY' THEN 'not a JSON list'
+    WHEN k IN ('gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.tool.definitions')
+         AND NOT list_bool_and(list_transform(json_extract(try_cast(t AS JSON), '$[*]'), lambda m: json_type(m) = 'OBJECT'))
+         THEN 'not a list of objects'
     END;

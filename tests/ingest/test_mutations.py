@@ -47,6 +47,11 @@ def _text(value: dict | None) -> str | None:
     v = next(iter(value.values()))
     if "stringValue" in value:
         return v
+    if "arrayValue" in value:  # the lake keeps an array as a JSON list, a kvlist as an object
+        return json.dumps([json.loads(_text(x)) if _text(x) and x.get("stringValue") is None else _text(x)
+                           for x in v.get("values") or []])
+    if "kvlistValue" in value:
+        return json.dumps({kv["key"]: _text(kv.get("value")) for kv in v.get("values") or []})
     if "intValue" in value:
         return str(int(v))
     if "boolValue" in value:
@@ -96,7 +101,8 @@ def check_batch(data: Path, cases: list[Case]) -> list[str]:
             if _query(con, "SELECT try_cast(? AS DOUBLE) IS NULL AS bad", [text])[0]["bad"] and \
                     (call[0], call[1], case.span_id, case.key) not in named:
                 problems.append(f"{where}: {text[:60]!r} is not a number and coverage.unreadable does not say so")
-        problem = _query(con, "SELECT coverage_content_problem(?, ?) AS p", [case.key, text])[0]["p"]
+        problem = _query(con, "SELECT CASE WHEN coverage_content_key(k) THEN coverage_content_problem(k, t) END AS p "
+                              "FROM (SELECT ?::VARCHAR AS k, ?::VARCHAR AS t)", [case.key, text])[0]["p"]
         if problem and call[2] and (call[0], call[1], case.span_id, case.key) not in named:
             problems.append(f"{where}: content {problem} and missing, but coverage.unreadable does not name it")
     con.close()
