@@ -87,6 +87,7 @@ class DataStats:
     template_error: int = 0  # the template raised, or the JSON columns did not parse
     bad_token_ids: int = 0  # engine ids outside the tokenizer's vocabulary
     empty: int = 0  # no prompt or no response tokens
+    no_prompt: int = 0  # text rows whose prompt was not captured (coverage.missing_input): never an empty prompt
     boundary_retokenised: int = 0  # text path: tokenising prompt+response at once differs
     # engine rows that also carry text: how many were checked, and how many the text path would have
     # tokenised differently from the engine's ids (tokenizer drift: what training on text would get wrong)
@@ -100,7 +101,7 @@ class DataStats:
 
     @property
     def skipped(self) -> int:
-        return self.template_mismatch + self.template_error + self.bad_token_ids + self.empty
+        return self.template_mismatch + self.template_error + self.bad_token_ids + self.empty + self.no_prompt
 
     def summary(self) -> str:
         parts = [f"{k}={v}" for k, v in vars(self).items() if v]
@@ -119,6 +120,9 @@ def _render_text(row: dict[str, Any], tokenizer: Any, stop_ids: set[int], stats:
         response = json.loads(row["response_message"] or "null")
         if not isinstance(messages, list) or not isinstance(response, dict):
             raise ValueError("prompt_messages must be a JSON list and response_message a JSON object")
+        if not messages:  # the call's input was not captured (hidden, cut, a capture switch off): the model
+            stats.no_prompt += 1  # saw something, not nothing; trained on an empty prompt it would learn a lie
+            return None
         response = {**response, "role": "assistant"}
         kwargs = {"tools": tools or None, "tokenize": False}
         prompt_text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, **kwargs)

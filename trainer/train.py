@@ -320,6 +320,9 @@ def _start_tracking(cfg: TrainConfig, inputs: CycleInputs) -> list[Tracker]:
 def _nothing_to_train_hint(cfg: TrainConfig, stats: DataStats) -> str:
     if LOSSES[cfg.loss].good_rollouts_only and stats.sft_dropped:
         return "loosen --sft-min-return/--sft-top-k"
+    if stats.no_prompt:
+        return ("the text rows' prompts were not captured: turn message content on in the agent's instrumentation "
+                "(README, capture table) or record through `spanrl gateway`; spanrl sql \"select * from coverage\"")
     if stats.template_error:
         return "the model's chat template failed on the text rows (does its tokenizer have one?)"
     return "check the snapshot rows"

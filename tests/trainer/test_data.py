@@ -71,6 +71,15 @@ def test_bad_json_and_bad_token_ids_are_counted(tokenizer) -> None:
     assert (stats.template_error, stats.bad_token_ids, stats.skipped) == (1, 1, 2)
 
 
+def test_a_text_row_without_its_prompt_is_counted_not_trained_on_an_empty_one(tokenizer) -> None:
+    good = tiny_rollout_rows(tokenizer, n_tasks=1, rollouts_per_task=1, calls_per_rollout=1, engine=False)[0]
+    good = {**good, "token_source": "text"}
+    hidden = [{**good, "prompt_messages": p} for p in (None, "[]")]  # content not captured (coverage.missing_input)
+    seqs, stats = _build(tokenizer, [good, *hidden])
+    assert len(seqs) == 1
+    assert (stats.no_prompt, stats.skipped) == (2, 2)
+
+
 def test_truncation_keeps_prompt_end_and_response_start(tokenizer) -> None:
     row = tiny_rollout_rows(tokenizer, n_tasks=1, rollouts_per_task=1, calls_per_rollout=1, engine=True, logprobs=True)[0]
     p, r = row["prompt_token_ids"], row["response_token_ids"]
