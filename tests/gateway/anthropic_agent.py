@@ -1,8 +1,8 @@
 """An agent on Anthropic's SDK with one tool, configured only by the environment
 (``ANTHROPIC_BASE_URL``, ``ANTHROPIC_API_KEY``, which ``spanrl rollout`` sets): no spanrl import, no
-OpenTelemetry. It asks with the tool, runs the tool call itself, and asks again with the result; a
-task whose input holds ``stream`` makes both requests streamed (``messages.stream``).
-Reads the task on stdin, prints the final answer.
+OpenTelemetry. It asks with the tool, runs the tool call itself, and asks again with the result:
+once for the task as it came (``messages.create``), once for ``stream <task>`` with both requests
+streamed (``messages.stream``), in one process. Reads the task on stdin, prints both answers.
 """
 
 from __future__ import annotations
@@ -25,10 +25,7 @@ def ask(client: anthropic.Anthropic, messages: list, stream: bool):
         return events.get_final_message()
 
 
-def main() -> None:
-    question = sys.stdin.read().strip()
-    stream = "stream" in question
-    client = anthropic.Anthropic(max_retries=0)
+def solve(client: anthropic.Anthropic, question: str, stream: bool) -> str:
     messages: list = [{"role": "user", "content": question}]
     first = ask(client, messages, stream)
     messages.append({"role": "assistant", "content": [b.model_dump() for b in first.content]})
@@ -38,7 +35,14 @@ def main() -> None:
         sys.exit(f"expected a tool call, got {first.content}")
     messages.append({"role": "user", "content": results})
     final = ask(client, messages, stream)
-    print("".join(b.text for b in final.content if b.type == "text"))
+    return "".join(b.text for b in final.content if b.type == "text")
+
+
+def main() -> None:
+    question = sys.stdin.read().strip()
+    client = anthropic.Anthropic(max_retries=0)
+    print(solve(client, question, stream=False))
+    print(solve(client, f"stream {question}", stream=True))
 
 
 if __name__ == "__main__":
