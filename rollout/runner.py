@@ -62,6 +62,7 @@ class RunSummary:
     descendants_killed: int = 0  # processes an attempt left running (setsid ones included), killed at its end
     orphans_stopped: list[str] = field(default_factory=list)  # a dead runner's agents stopped before resuming
     gateway: str | None = None  # the policy is a spanrl gateway (its root URL): each attempt gets its own base URL
+    attempt_root: str | None = None  # the root of the spanrl serve this run started: per-attempt base URLs too
 
     @property
     def without_agent_spans(self) -> list[str]:
@@ -152,6 +153,8 @@ def run_rollouts(cfg: RolloutConfig, on_plan: Callable[[int], None] | None = Non
         with _endpoints(cfg, log.dir, gateway) as (otlp, policy):
             summary.otlp, summary.otlp_protocol = otlp.endpoint, otlp.protocol
             summary.spans_checked = otlp.counts is not None
+            if cfg.policy_url is None:  # our own spanrl serve takes the gateway's per-attempt base URL too
+                summary.attempt_root = policy.rstrip("/").removesuffix("/v1")
             asyncio.run(_run_all(cfg, log, plan.todo, otlp, policy, summary, on_done))
         if otlp.counts is not None:  # the collector has stopped: every span that arrived is counted
             summary.agent_spans = {rid: otlp.counts.get(rid) for rid in summary.agent_spans}
@@ -194,8 +197,8 @@ async def _one_attempt(cfg: RolloutConfig, log: RunLog, att: Attempt, otlp: Otlp
                        summary: RunSummary) -> None:
     log.start(att)
     ids = new_span_ids()
-    if summary.gateway:  # the gateway puts every call of this attempt under its rollout id and our span
-        policy = f"{summary.gateway}/r/{quote(att.rollout_id, safe='')}/{traceparent(ids)}/v1"
+    if root := summary.gateway or summary.attempt_root:  # every call of this attempt under its rollout id and our
+        policy = f"{root}/r/{quote(att.rollout_id, safe='')}/{traceparent(ids)}/v1"  # span, no help from the agent
     env = agent_env({**os.environ, **cfg.env}, att, otlp.endpoint, policy, otlp.protocol, run_id=summary.run_id)
     start_ns, end_ns = await run_attempt(att, cfg.command, env, log.log_paths(att.rollout_id), cfg.timeout_s,
                                          cfg.kill_grace_s)

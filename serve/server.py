@@ -50,6 +50,7 @@ from spanrl.serve.wire_apis import MESSAGES, RESPONSES, WireApi, stream_events
 from spanrl.trainer.adapter import ADAPTER_CONFIG, adapters_dir, is_peft_folder
 
 log = logging.getLogger("spanrl.serve")
+ATTEMPT_PREFIX = "/r/{rollout_id}/{traceparent}"  # as spanrl gateway's: a rollout's attempt, its parent span
 ADAPTER_HEADER = "x-spanrl-adapter"
 AGENT_HEADER = "x-spanrl-agent"  # names the agent whose adapter chain answers (--agent-adapter)
 
@@ -129,10 +130,11 @@ class ChatServer:
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[auth_middleware(self.config.token)])
-        app.router.add_post("/v1/chat/completions", self.chat)
-        for api in (RESPONSES, MESSAGES):  # the same pipeline, translated (serve/wire_apis.py)
-            app.router.add_post(api.route, functools.partial(self._complete, api=api))
-        app.router.add_get("/v1/models", self.models)
+        for prefix in ("", ATTEMPT_PREFIX):  # the per-attempt base URL of `spanrl rollout --model` too
+            app.router.add_post(prefix + "/v1/chat/completions", self.chat)
+            for api in (RESPONSES, MESSAGES):  # the same pipeline, translated (serve/wire_apis.py)
+                app.router.add_post(prefix + api.route, functools.partial(self._complete, api=api))
+            app.router.add_get(prefix + "/v1/models", self.models)
         app.router.add_get("/health", self.health)
         app.router.add_get("/metrics", self.health)
         app.router.add_post("/v1/load_lora_adapter", self.load_lora)
@@ -215,7 +217,7 @@ class ChatServer:
             adapter = await self._agent_adapter(agent) if agent else self._adapter_for(model)
             messages, tools = messages_and_tools(body)  # shapes checked before anything reads them
             params, n = parse_sampling(body, self.config.max_tokens)
-            span = start_chat_span(self.tracer, self.name, request.headers)
+            span = start_chat_span(self.tracer, self.name, request.headers, request.match_info)
             span.set_attributes(request_attributes(self.name, body, self.config.capture_messages))
             prompt_ids = self._prompt(messages, tools, params)
             job = Job([Sequence(prompt_ids, choice_params(params, i)) for i in range(n)], adapter)

@@ -62,12 +62,22 @@ def _otlp_exporter(endpoint: str | None):
     return OTLPSpanExporter()  # reads OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT itself
 
 
-def start_chat_span(tracer: Any, model: str, headers: Mapping[str, str]) -> Span:
-    """Start the SERVER span, parented by the caller's ``traceparent`` when there is one."""
+def start_chat_span(tracer: Any, model: str, headers: Mapping[str, str], path: Mapping[str, str] | None = None) -> Span:
+    """Start the SERVER span, parented by the caller's ``traceparent`` when there is one, else by the one in
+    the per-attempt base URL ``spanrl rollout`` hands out (``/r/<rollout_id>/<traceparent>/v1``, as the
+    gateway's; ``-`` for none), whose rollout id the span then carries: the call joins its attempt with no
+    help from the agent."""
     from opentelemetry.propagate import extract
     from opentelemetry.trace import SpanKind
 
-    return tracer.start_span(f"chat {model}", context=extract(dict(headers)), kind=SpanKind.SERVER)
+    carrier = {k.lower(): v for k, v in headers.items()}
+    path = path or {}
+    if "traceparent" not in carrier and path.get("traceparent", "-") != "-":
+        carrier = {"traceparent": path["traceparent"]}
+    span = tracer.start_span(f"chat {model}", context=extract(carrier), kind=SpanKind.SERVER)
+    if path.get("rollout_id"):
+        span.set_attribute("spanrl.rollout_id", path["rollout_id"])
+    return span
 
 
 def request_attributes(model: str, body: Mapping[str, Any], capture: bool) -> dict[str, Any]:
