@@ -26,7 +26,14 @@ from spanrl.rollout.config import RolloutConfig
 from spanrl.rollout.process import agent_env, otlp_protocol, run_attempt, run_scorer
 from spanrl.rollout.reaper import reap_orphans
 from spanrl.rollout.runs import OK, Attempt, RunLog, derive_run_id, plan_run, rollout_id_for
-from spanrl.rollout.services import Otlp, embedded_collector, gateway_info, policy_id, started_server
+from spanrl.rollout.services import (
+    Otlp,
+    embedded_collector,
+    gateway_info,
+    is_spanrl_serve,
+    policy_id,
+    started_server,
+)
 from spanrl.rollout.spans import attempt_request, new_span_ids, post_spans, traceparent
 from spanrl.rollout.tasks import Task, read_tasks
 
@@ -153,8 +160,8 @@ def run_rollouts(cfg: RolloutConfig, on_plan: Callable[[int], None] | None = Non
         with _endpoints(cfg, log.dir, gateway) as (otlp, policy):
             summary.otlp, summary.otlp_protocol = otlp.endpoint, otlp.protocol
             summary.spans_checked = otlp.counts is not None
-            if cfg.policy_url is None:  # our own spanrl serve takes the gateway's per-attempt base URL too
-                summary.attempt_root = policy.rstrip("/").removesuffix("/v1")
+            if not summary.gateway and (cfg.policy_url is None or is_spanrl_serve(policy)):  # a spanrl serve takes
+                summary.attempt_root = policy.rstrip("/").removesuffix("/v1")  # the gateway's per-attempt URL too
             asyncio.run(_run_all(cfg, log, plan.todo, otlp, policy, summary, on_done))
         if otlp.counts is not None:  # the collector has stopped: every span that arrived is counted
             summary.agent_spans = {rid: otlp.counts.get(rid) for rid in summary.agent_spans}

@@ -180,6 +180,13 @@ def gateway_info(url: str) -> dict[str, object] | None:
     return info if isinstance(info, dict) and info.get("gateway") == "spanrl" else None
 
 
+def is_spanrl_serve(url: str) -> bool:
+    """Is the policy a ``spanrl serve`` (its ``/health`` names a model path and an adapter)? It then takes the
+    gateway's per-attempt base URL too."""
+    health = _get_json(url.rstrip("/").removesuffix("/v1") + "/health")
+    return isinstance(health, dict) and "model_path" in health and "adapter" in health
+
+
 def policy_id(url: str) -> str:
     """The adapter a policy server answers with, for the default run id: ``spanrl serve``'s
     ``/health`` names it; otherwise (vLLM, any OpenAI-compatible server) the sorted ``/models`` ids,

@@ -42,9 +42,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import httpx
 from openai import OpenAI
-from opentelemetry import propagate, trace
+from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 from opentelemetry.sdk.resources import Resource
@@ -217,14 +216,11 @@ def setup_telemetry() -> TracerProvider:
 
 
 def make_client() -> OpenAI:
-    """The openai client; an httpx hook puts the current span's W3C traceparent on each request."""
-
-    def inject_traceparent(request: httpx.Request) -> None:
-        propagate.inject(request.headers)
-
+    """The openai client, as any agent makes one: nothing propagates the trace to the server. Its span still
+    joins the call: ``spanrl rollout`` hands each attempt a per-attempt base URL of the server (its rollout id
+    and the attempt's span), and the client's record and the server's share ``gen_ai.response.id``."""
     # A long timeout and no retries: a busy CPU server queues requests; a retry would only add load.
-    http = httpx.Client(event_hooks={"request": [inject_traceparent]}, timeout=3600)
-    return OpenAI(http_client=http, max_retries=0)
+    return OpenAI(timeout=3600, max_retries=0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -88,9 +88,11 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
                       count(*) filter (where name like 'invoke_agent%' and attributes like '%spanrl.rollout_id%')
                from read_parquet($g) where parent_span_id is null group by 1""", {"g": spans}).fetchall()
         assert len(per_rollout) == 20 and all(r[0] and r[1:] == (1, 1, 0) for r in per_rollout), per_rollout
+        # the agent propagates nothing (issue 41): the server's span joins its attempt through the per-attempt
+        # base URL the runner hands out, a child of the runner's span of that attempt
         orphans = con.execute(
             """select count(*) from read_parquet($g) s where s.service_name = 'spanrl-serve' and not exists
-               (select 1 from read_parquet($g) p where p.span_id = s.parent_span_id and p.service_name = 'calc-agent')""",
+               (select 1 from read_parquet($g) p where p.span_id = s.parent_span_id and p.name = 'spanrl.rollout')""",
             {"g": spans}).fetchone()[0]
         assert orphans == 0
         rewards = con.execute("select count(*) from read_parquet($g) where name = 'spanrl.reward'", {"g": spans}).fetchone()[0]
@@ -99,6 +101,9 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
     # held-out rollouts never reach the training snapshot; the trained one holds cycle 0 only
     table, _ = read_snapshot(data, "LATEST")
     assert table.num_rows > 0
+    # ... and it is one row with the agent's record of the call (same response id): the engine's ids train
+    assert set(table.column("token_source").to_pylist()) == {"engine"}
+    assert all(table.column("prompt_messages").to_pylist())
     assert all(r.startswith("c0-") for r in table.column("rollout_id").to_pylist())
     assert not any(t.startswith("eval-") for t in table.column("task_id").to_pylist())
 
