@@ -128,7 +128,7 @@ class ObjectStore:
         try:
             r = self.client.get_object(Bucket=self.bucket, Key=self.key(rel))
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            if _no_such_key(exc):
                 return None
             raise
         return Stored(r["Body"].read(), r["ETag"])
@@ -159,7 +159,7 @@ class ObjectStore:
             self.client.head_object(Bucket=self.bucket, Key=self.key(rel))
             return True
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+            if _no_such_key(exc):
                 return False
             raise
 
@@ -185,7 +185,7 @@ class ObjectStore:
             try:
                 r = self.client.get_object(Bucket=self.bucket, Key=self.key(rel))
             except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                if _no_such_key(exc):
                     return None
                 raise
             digest, size = hashlib.sha256(), 0
@@ -212,3 +212,8 @@ class ObjectStore:
             for obj in page.get("Contents", []):
                 out[obj["Key"][strip:]] = (obj["ETag"], int(obj["Size"]))
         return out
+
+
+def _no_such_key(exc: Any) -> bool:
+    """A botocore ClientError that says the object is not there (GET: NoSuchKey / 404, HEAD: NotFound)."""
+    return exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound")

@@ -27,10 +27,11 @@ from tests.helpers.tiny_model import make_tiny_model
 AGENTS = Path(__file__).resolve().parents[1] / "gateway"
 
 
-def _rollout(data: Path, tasks: Path, model: Path, agent: str) -> subprocess.CompletedProcess:
+def _rollout(data: Path, tasks: Path, model: Path) -> subprocess.CompletedProcess:
+    """One run, one server: each task names the agent script it runs ({task_id} in the command)."""
     cmd = [sys.executable, "-m", "spanrl", "rollout", "--data", str(data), "--tasks", str(tasks), "--n", "1",
            "--model", str(model), "--served-model-name", "gpt-4.1-mini", "--served-model-name", "claude-sonnet-4-5",
-           "--retries", "0", "--timeout", "120s", "--", sys.executable, str(AGENTS / agent)]
+           "--retries", "0", "--timeout", "120s", "--", sys.executable, f"{AGENTS}/{{task_id}}"]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=400)
 
 
@@ -42,8 +43,9 @@ def lake(tmp_path_factory):
     model = make_tiny_model(root / "tiny")
     data = root / "data"
     tasks = root / "tasks.jsonl"
-    tasks.write_text(json.dumps({"task_id": "q", "input": "capital of France"}) + "\n")
-    runs = {agent: _rollout(data, tasks, model, agent) for agent in ("agents_sdk_agent.py", "anthropic_agent.py")}
+    tasks.write_text("".join(json.dumps({"task_id": agent, "input": "capital of France"}) + "\n"
+                             for agent in ("agents_sdk_agent.py", "anthropic_agent.py")))
+    runs = _rollout(data, tasks, model)
     result = CliRunner().invoke(cli, ["ingest", "--data", str(data), "--settle", "0s", "--missing-reward", "zero"])
     assert result.exit_code == 0, result.output
     con = connect(data)
@@ -58,12 +60,9 @@ def _rows(con, sql: str) -> list[dict]:
 
 
 def _attempts(data: Path) -> dict[str, str]:
-    """rollout id -> the agent command's script of every attempt the runs made."""
-    out = {}
-    for run in (data / "runs").iterdir():
-        script = Path(json.loads((run / "run.json").read_text())["command"][-1]).name
-        out |= {json.loads(x)["rollout_id"]: script for x in (run / "attempts.jsonl").read_text().splitlines()}
-    return out
+    """rollout id -> the agent script (the task id) of every attempt the run made."""
+    (run,) = (data / "runs").iterdir()
+    return {e["rollout_id"]: e["task_id"] for e in map(json.loads, (run / "attempts.jsonl").read_text().splitlines())}
 
 
 def test_every_server_call_is_a_row_of_its_attempt_with_engine_ids(lake) -> None:
