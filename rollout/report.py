@@ -50,7 +50,12 @@ def print_summary(s: RunSummary, console: Console) -> None:
                       f"({s.span_errors[0]}) to --otlp {s.otlp} over {s.otlp_protocol}; check the collector "
                       "is up and --otlp-protocol matches it", soft_wrap=True, highlight=False)
     missing = s.without_agent_spans
-    if s.spans_checked and missing:
+    if s.spans_checked and missing and (s.gateway or s.attempt_root):  # the server recorded their calls
+        console.print(f"note: {len(missing)} attempt(s) sent no span of their own, e.g. {missing[0]}: their calls are "
+                      f"recorded by the server at their per-attempt URL ({s.gateway or s.attempt_root}/r/...), so they "
+                      "train; agent names and tool spans come only from an instrumented agent", soft_wrap=True,
+                      highlight=False)
+    elif s.spans_checked and missing:
         ok = sum(1 for rid in missing if rid in s.ok_ids)
         console.print(f"[yellow]warning[/]: {len(missing)} attempt(s) ({ok} of them ok) sent no span of their own, "
                       f"e.g. {missing[0]}: the lake has only the runner's span for them, so they train nothing. "
