@@ -43,6 +43,7 @@ from spanrl.gateway.guard import gateway_guard
 from spanrl.gateway.headers import recorded_headers
 from spanrl.gateway.messages import MessagesCall
 from spanrl.gateway.passthrough import pass_through, route_name
+from spanrl.gateway.prompting import PINNED, apply_prompt, route_prefixes
 from spanrl.gateway.responses import ResponsesCall
 from spanrl.gateway.upstream import Replay, completion, fail
 from spanrl.layout import otel_dir
@@ -73,6 +74,7 @@ class GatewayConfig:
     capture_messages: bool = True
     token_ids: str = "auto"  # auto: ask, stop asking when the upstream rejects the field; on; off
     allow_hosts: tuple[str, ...] = ()  # Host names answered besides the loopback names and ``host``
+    prompts: bool = False  # --prompts: put the agent's stored prompt into each call (gateway/prompting.py)
     max_span_bytes: int = 8 * MIB  # one call's recorded content, and one export request, at most
     max_request_bytes: int = 64 * MIB  # an agent's request body, at most (413 above)
 
@@ -116,12 +118,13 @@ class Gateway:
                                            auth_middleware(self.config.token, frozenset({"/health", "/spanrl/gateway"}))])
         calls: tuple[Callable[[dict[str, Any], bool], Call], ...] = (
             ChatCall, CompletionsCall, MessagesCall, lambda body, capture: ResponsesCall(body, capture, self.conversations))
-        for prefix in ("", PREFIX):
+        for prefix in route_prefixes(self.config.prompts, PREFIX):
             for make in calls:
                 app.router.add_post(prefix + "/v1" + make({}, False).route, functools.partial(self._recorded, make=make))
             app.router.add_route("*", prefix + "/v1/{tail:.*}", self.passthrough)
-        app.router.add_get("/spanrl/gateway", self.info)
-        app.router.add_get("/health", self.info)
+        for root in ("", PINNED):  # /p/<agent>/<version>: a pinned prompt's URL is probed like the gateway's
+            app.router.add_get(root + "/spanrl/gateway", self.info)
+            app.router.add_get(root + "/health", self.info)
         app.on_startup.append(self._on_startup)
         app.on_cleanup.append(self._on_cleanup)
         return app
@@ -197,8 +200,9 @@ class Gateway:
             carrier = {"traceparent": url_parent}
         if rollout_id is None and "traceparent" not in carrier:
             self.counts["unattributed"] += 1
+        applied = apply_prompt(self.config.prompts, Path(self.config.data), request, call)  # before the span reads it
         span = self.tracer.start_span(f"{call.operation} {call.model}", context=extract(carrier), kind=SpanKind.SERVER)
-        attrs = call.request_attributes()
+        attrs = {**call.request_attributes(), **applied}
         if PROMPT_UNKNOWN in attrs:
             self.counts["prompt_unknown"] += 1
             log.warning("spanrl gateway: a %s call recorded without its prompt: %s", call.route, attrs[PROMPT_UNKNOWN])

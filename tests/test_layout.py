@@ -27,7 +27,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "judge": {"transitions"},  # trajectories from snapshots; its scores leave as feedback files
     # the trajectory browser reads the lake (query), snapshots, the cycle log and the demo's report history
     "ui": {"ingest", "transitions", "query", "trainer", "demo"},
-    "gateway": {"collector", "serve"},  # an embedded collector; serve's span helpers and API errors
+    "gateway": {"collector", "serve", "prompts"},  # an embedded collector; serve's span helpers and API errors;
+    # --prompts: the prompt store (prompts/store.py)
+    "prompts": {"rollout", "query", "evaluate"},  # scores prompts through the runner; the lake; paired statistics
     "evaluate": {"rollout", "trainer", "judge"},  # policies through the rollout runner; promotes via trainer; --judge
 }
 STAGES = set(MAY_IMPORT)

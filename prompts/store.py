@@ -1,0 +1,162 @@
+"""The prompt store: ``DATA/prompts/<agent>/<version>/prompt.txt`` + ``meta.json`` and
+``DATA/prompts/<agent>/LATEST`` (docs/prompts.md). The one owner of those files.
+
+A version folder is written whole into a hidden temp folder and renamed into place, and LATEST is
+swapped by ``os.replace`` (both through ``spanrl/publish.py``, as adapters and snapshots are), so
+``spanrl gateway --prompts`` reading the store on every call sees the old prompt or the new one, never
+half of one. A version is never rewritten: promoting is moving LATEST, rolling back the same.
+
+Imported by the gateway on its request path: standard library and ``spanrl.publish`` only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from spanrl.errors import InputError
+from spanrl.publish import draft_folder, publish, read_pointer, write_pointer
+
+PROMPT_FILE, META_FILE = "prompt.txt", "meta.json"
+_VERSION = re.compile(r"^\d{4,}$")
+
+
+@dataclass
+class PromptVersion:
+    """One stored prompt: its agent, version id, text and meta (parent, method, evidence, ...)."""
+
+    agent: str
+    version: str
+    text: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    latest: bool = False
+
+
+def text_sha256(text: str) -> str:
+    """The hash the gateway matches an agent's original system prompt by (UTF-8, as sent)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def prompts_dir(data: Path | str) -> Path:
+    return Path(data) / "prompts"
+
+
+def agent_dir(data: Path | str, agent: str) -> Path:
+    """The agent's folder; its name percent-encoded (a model name such as ``Qwen/Qwen2.5-7B`` is an agent too)."""
+    if not agent or agent.startswith(".") or len(agent) > 200:
+        raise InputError(f"agent name {agent!r}: give a non-empty name (at most 200 characters) that does not "
+                         "start with '.'")
+    return prompts_dir(data) / quote(agent, safe="-_.@:+=")
+
+
+def list_agents(data: Path | str) -> list[str]:
+    root = prompts_dir(data)
+    if not root.is_dir():
+        return []
+    return sorted(unquote(p.name) for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def list_versions(data: Path | str, agent: str) -> list[str]:
+    folder = agent_dir(data, agent)
+    if not folder.is_dir():
+        return []
+    return sorted((p.name for p in folder.iterdir() if p.is_dir() and _VERSION.match(p.name)), key=int)
+
+
+def latest_version(data: Path | str, agent: str) -> str | None:
+    return read_pointer(agent_dir(data, agent))
+
+
+def read_version(data: Path | str, agent: str, version: str | None = None) -> PromptVersion:
+    """A stored version (None or ``LATEST``: the one LATEST names); InputError naming the folder and what to do."""
+    folder = agent_dir(data, agent)
+    latest = latest_version(data, agent)
+    if version in (None, "LATEST"):
+        if latest is None:
+            known = ", ".join(list_agents(data)) or "none"
+            raise InputError(f"{folder}: no LATEST prompt for agent {agent!r} (agents with prompts: {known}); "
+                             f"run `spanrl prompts optimize --agent {agent} ...` or promote a version")
+        version = latest
+    path = folder / str(version)
+    try:
+        text = (path / PROMPT_FILE).read_text(encoding="utf-8")
+        meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no prompt version {version} of agent {agent!r} (versions: "
+                         f"{', '.join(list_versions(data, agent)) or 'none'}; `spanrl prompts list`)") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path / META_FILE}: not JSON ({exc}); the store writes it whole, so it was changed "
+                         "by hand: restore it or remove the version folder") from None
+    return PromptVersion(agent, str(version), text, meta, latest=str(version) == latest)
+
+
+def find_text(data: Path | str, agent: str, text: str) -> str | None:
+    """The version holding exactly ``text``, if any (re-running an optimization reuses it and its runs)."""
+    sha = text_sha256(text)
+    for version in list_versions(data, agent):
+        meta_path = agent_dir(data, agent) / version / META_FILE
+        try:
+            if json.loads(meta_path.read_text()).get("sha256") == sha:
+                return version
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def add_version(data: Path | str, agent: str, text: str, meta: dict[str, Any], promote: bool = False) -> PromptVersion:
+    """Store ``text`` as the agent's next version (or find the version already holding it); LATEST
+    moves only with ``promote`` (a candidate is staged: the gateway applies it only when asked by URL)."""
+    if not text.strip():
+        raise InputError(f"agent {agent!r}: an empty prompt cannot be stored")
+    folder = agent_dir(data, agent)
+    found = find_text(data, agent, text)
+    if found is None:
+        meta = {**meta, "agent": agent, "sha256": text_sha256(text),
+                "created_at": meta.get("created_at") or datetime.now(UTC).isoformat()}
+        for _ in range(100):  # another writer may take the same number: rename fails, take the next
+            versions = list_versions(data, agent)
+            version = f"{(int(versions[-1]) + 1) if versions else 1:04d}"
+            with draft_folder(folder, f"{version}-{os.getpid()}") as tmp:
+                (tmp / PROMPT_FILE).write_text(text, encoding="utf-8")
+                (tmp / META_FILE).write_text(json.dumps({**meta, "version": version}, indent=2) + "\n")
+                try:
+                    publish(tmp, version, point=False)
+                except OSError:
+                    continue
+            found = version
+            break
+        else:
+            raise InputError(f"{folder}: could not take a new version number; check the folder is writable")
+    if promote:
+        write_pointer(folder, found)
+    return read_version(data, agent, found)
+
+
+def promote_version(data: Path | str, agent: str, version: str) -> PromptVersion:
+    """Point the agent's LATEST at a stored version (a candidate, or a roll back)."""
+    stored = read_version(data, agent, version)
+    write_pointer(agent_dir(data, agent), stored.version)
+    stored.latest = True
+    return stored
+
+
+def agent_for_hash(data: Path | str, sha: str) -> str | None:
+    """The agent whose LATEST records ``sha`` as the original system prompt it replaces."""
+    for agent in list_agents(data):
+        latest = latest_version(data, agent)
+        if latest is None:
+            continue
+        try:
+            meta = json.loads((agent_dir(data, agent) / latest / META_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if sha in (meta.get("original_sha256"), meta.get("sha256")):
+            return agent
+    return None
