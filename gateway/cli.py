@@ -26,6 +26,10 @@ from spanrl.options import data_option
 @click.option("--token-ids", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
               help="Ask the upstream for engine token ids (vLLM's return_token_ids); auto stops asking when the "
                    "upstream rejects the field.")
+@click.option("--prompts", "prompts", is_flag=True,
+              help="Replace each call's system prompt (chat system/developer message, Responses instructions, Messages "
+                   "system) with its agent's LATEST in DATA/prompts (`spanrl prompts`); the agent is the "
+                   "x-spanrl-agent header, else the model, else the sent prompt's sha256 (docs/prompts.md).")
 @click.option("--capture-messages/--no-capture-messages", default=True, show_default=True,
               help="Record gen_ai.input/output.messages on the spans (token ids are always recorded).")
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
@@ -38,7 +42,7 @@ from spanrl.options import data_option
                    "64 MiB; OpenTelemetry Collector: 20 MiB).")
 def gateway(data: Path, upstream: str, host: str, port: int, otlp: str | None, token: str | None,
             upstream_key: str | None, token_ids: str, capture_messages: bool, allow_hosts: tuple[str, ...],
-            max_span_mib: float) -> None:
+            max_span_mib: float, prompts: bool = False) -> None:
     """OpenAI-compatible proxy that records every LLM call of any agent with engine token ids.
 
     Point an agent's OPENAI_BASE_URL at its /v1 (ANTHROPIC_BASE_URL at its root; or `spanrl rollout
@@ -60,4 +64,4 @@ def gateway(data: Path, upstream: str, host: str, port: int, otlp: str | None, t
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     run_gateway(GatewayConfig(upstream=upstream, data=data, host=host, port=port, otlp=otlp, token=token or None,
                               upstream_key=upstream_key or None, token_ids=token_ids, capture_messages=capture_messages,
-                              allow_hosts=allow_hosts, max_span_bytes=int(max_span_mib * MIB)))
+                              allow_hosts=allow_hosts, max_span_bytes=int(max_span_mib * MIB), prompts=prompts))
