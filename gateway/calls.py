@@ -65,9 +65,11 @@ class Call:
     route = ""  # the agent's path under /v1 (and the upstream's under its base URL)
     operation = "chat"  # gen_ai.operation.name
     id_field: str | None = None  # the request field that asks the upstream for engine token ids
+    logprob_field: dict[str, Any] | None = None  # the request fields that ask for the sampled tokens' log-probs
 
     def __init__(self, body: dict[str, Any], capture: bool) -> None:
         self.body, self.capture = body, capture
+        self.added: set[str] = set()  # the fields the gateway added to the agent's request (gateway/asking.py)
         self.missing: str | None = None  # why the prompt cannot be recorded whole (then it is not recorded)
 
     @property
@@ -109,8 +111,27 @@ class Call:
         """Whether the agent itself asked for the engine's ids (it then gets them)."""
         return bool(self.id_field and self.body.get(self.id_field))
 
+    def asked_logprobs(self) -> bool:
+        """Whether the agent itself asked for log-probs (it then gets them)."""
+        return bool(self.body.get("logprobs"))
+
     def strip(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """``payload`` (an answer or a stream event) without what the gateway asked for on the agent's behalf."""
+        """``payload`` (an answer or a stream event) without the engine ids asked for on the agent's behalf."""
+        return payload
+
+    def rewrites(self) -> bool:
+        """Whether answers need ``for_agent`` (something may have been asked on the agent's behalf)."""
+        return (bool(self.id_field) and not self.asked()) or bool(self.added & set(self.logprob_field or ()))
+
+    def for_agent(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The answer (or stream event) as the agent would have got it without the gateway: no engine
+        ids it did not ask for, and ``choices[i].logprobs`` null when the gateway asked for them."""
+        if not self.asked():
+            payload = self.strip(payload)
+        if self.added & set(self.logprob_field or ()):
+            for choice in payload.get("choices") or []:
+                if isinstance(choice, dict) and "logprobs" in choice:
+                    choice["logprobs"] = None
         return payload
 
 

@@ -16,6 +16,7 @@ from spanrl.serve.tracing import semconv_input
 class ChatCall(Call):
     route = "/chat/completions"
     id_field = "return_token_ids"
+    logprob_field = {"logprobs": True}
 
     def input_messages(self) -> list[dict[str, Any]] | None:
         return semconv_input(self.body.get("messages") or [])
@@ -36,6 +37,12 @@ class CompletionsCall(ChatCall):
 
     route = "/completions"
     operation = "text_completion"
+    logprob_field = {"logprobs": 1}  # the legacy API's count of top log-probs (1: the sampled token's, and one)
+
+    def asked_logprobs(self) -> bool:
+        """``logprobs: 0`` asks too (the sampled tokens' log-probs, no alternatives)."""
+        value = self.body.get("logprobs")
+        return value is not None and value is not False
 
     def input_messages(self) -> list[dict[str, Any]] | None:
         prompt = self.body.get("prompt")

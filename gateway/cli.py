@@ -26,6 +26,11 @@ from spanrl.options import data_option
 @click.option("--token-ids", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
               help="Ask the upstream for engine token ids (vLLM's return_token_ids); auto stops asking when the "
                    "upstream rejects the field.")
+@click.option("--upstream-logprobs", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Ask the upstream for the sampled tokens' log-probs (the behaviour policy RL needs) on chat and "
+                   "text completions the agent sent without them, record them, and take them out of the agent's "
+                   "answer. auto: while token ids are asked (spanrl serve, vLLM), stopping at the first 400 over it; "
+                   "always; never. A refusal is retried without the field, never failing the agent's call.")
 @click.option("--prompts", "prompts", is_flag=True,
               help="Replace each call's system prompt (chat system/developer message, Responses instructions, Messages "
                    "system) with its agent's LATEST in DATA/prompts (`spanrl prompts`); the agent is the "
@@ -41,7 +46,7 @@ from spanrl.options import data_option
                    "truncated. Also the largest export request: keep it under the collector's limit (embedded: "
                    "64 MiB; OpenTelemetry Collector: 20 MiB).")
 def gateway(data: Path, upstream: str, host: str, port: int, otlp: str | None, token: str | None,
-            upstream_key: str | None, token_ids: str, capture_messages: bool, allow_hosts: tuple[str, ...],
+            upstream_key: str | None, token_ids: str, upstream_logprobs: str, capture_messages: bool, allow_hosts: tuple[str, ...],
             max_span_mib: float, prompts: bool = False) -> None:
     """OpenAI-compatible proxy that records every LLM call of any agent with engine token ids.
 
@@ -63,5 +68,6 @@ def gateway(data: Path, upstream: str, host: str, port: int, otlp: str | None, t
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     run_gateway(GatewayConfig(upstream=upstream, data=data, host=host, port=port, otlp=otlp, token=token or None,
-                              upstream_key=upstream_key or None, token_ids=token_ids, capture_messages=capture_messages,
+                              upstream_key=upstream_key or None, token_ids=token_ids,
+                              upstream_logprobs=upstream_logprobs, capture_messages=capture_messages,
                               allow_hosts=allow_hosts, max_span_bytes=int(max_span_mib * MIB), prompts=prompts))

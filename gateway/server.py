@@ -35,6 +35,7 @@ import aiohttp
 from aiohttp import web
 
 from spanrl.errors import InputError
+from spanrl.gateway.asking import LOGPROB_FIELDS, LOGPROB_MODES, Asking
 from spanrl.gateway.calls import PROMPT_UNKNOWN, Call
 from spanrl.gateway.chat import ChatCall, CompletionsCall
 from spanrl.gateway.conversations import Conversations
@@ -45,7 +46,7 @@ from spanrl.gateway.messages import MessagesCall
 from spanrl.gateway.passthrough import pass_through, route_name
 from spanrl.gateway.prompting import PINNED, apply_prompt, route_prefixes
 from spanrl.gateway.responses import ResponsesCall
-from spanrl.gateway.upstream import Replay, completion, fail
+from spanrl.gateway.upstream import completion, fail
 from spanrl.layout import otel_dir
 from spanrl.serve.api import ApiError, auth_middleware, error_response, json_body
 from spanrl.webguard import allowed_hosts, is_loopback
@@ -73,6 +74,7 @@ class GatewayConfig:
     upstream_key: str | None = None
     capture_messages: bool = True
     token_ids: str = "auto"  # auto: ask, stop asking when the upstream rejects the field; on; off
+    upstream_logprobs: str = "auto"  # the behaviour policy's log-probs: auto, always, never (gateway/asking.py)
     allow_hosts: tuple[str, ...] = ()  # Host names answered besides the loopback names and ``host``
     prompts: bool = False  # --prompts: put the agent's stored prompt into each call (gateway/prompting.py)
     max_span_bytes: int = 8 * MIB  # one call's recorded content, and one export request, at most
@@ -84,6 +86,8 @@ class GatewayConfig:
         self.upstream = self.upstream.rstrip("/")
         if self.token_ids not in ("auto", "on", "off"):
             raise InputError(f"--token-ids must be auto, on or off, got {self.token_ids!r}")
+        if self.upstream_logprobs not in LOGPROB_MODES:
+            raise InputError(f"--upstream-logprobs must be auto, always or never, got {self.upstream_logprobs!r}")
         lo, hi = MAX_SPAN_MIB_RANGE
         if not lo * MIB <= self.max_span_bytes <= hi * MIB:
             raise InputError(f"--max-span-mib must be between {lo} and {hi:g} (the OTLP exporter refuses requests "
@@ -101,8 +105,7 @@ class Gateway:
     span_exporter: Any = None
 
     def __post_init__(self) -> None:
-        self.ask_ids = self.config.token_ids != "off"
-        self.rejected: set[str] = set()  # the id-asking fields the upstream refused (auto: never asked again)
+        self.asking = Asking(self.config.upstream, self.config.token_ids, self.config.upstream_logprobs)
         self.counts.update(dict.fromkeys(COUNTERS, 0))  # every counter shown, zeros too
         self.routes: Counter = Counter()  # passed-through calls per route
         self.conversations = Conversations()
@@ -168,8 +171,10 @@ class Gateway:
     async def info(self, _request: web.Request) -> web.Response:
         return web.json_response({"gateway": "spanrl", "upstream": self.config.upstream, "otlp": self.otlp_url,
                                   "data": str(Path(self.config.data).resolve()),
-                                  "asks_token_ids": self.ask_ids and "return_token_ids" not in self.rejected,
-                                  "token_id_fields_rejected": sorted(self.rejected),
+                                  "asks_token_ids": self.asking.asks_ids(),
+                                  "token_id_fields_rejected": sorted(self.asking.rejected - set(LOGPROB_FIELDS)),
+                                  "upstream_logprobs": self.config.upstream_logprobs,
+                                  "asks_logprobs": self.asking.asks_logprobs(),
                                   "max_span_bytes": self.config.max_span_bytes,
                                   "counts": {**self.counts, **self.span_counts()},
                                   "passed_through_routes": dict(self.routes)})
@@ -251,7 +256,7 @@ class Gateway:
             finally:
                 resp.release()
             attrs.update(call.response_attributes(data))
-            return web.json_response(data if call.asked() else call.strip(data))
+            return web.json_response(call.for_agent(data))
         except ApiError as exc:
             self.counts["failed"] += 1
             if span is None:
@@ -275,40 +280,26 @@ class Gateway:
                            "gateway accepts; send a shorter conversation", 413) from None
 
     async def _post(self, request: web.Request, call: Call, span: Any) -> aiohttp.ClientResponse:
-        """The upstream's response; asks for token ids (the API's field) unless told not to, and in
-        ``auto`` stops asking once an upstream rejects the field (a hosted API's 400 naming it). Our
+        """The upstream's response, asked for token ids and log-probs as gateway/asking.py says. Our
         span is the upstream's ``traceparent``: a tracing upstream (``spanrl serve``) records its span
         as a child."""
         from opentelemetry.propagate import inject
         from opentelemetry.trace import set_span_in_context
 
         assert self.session is not None
-        url = self.config.upstream + call.route
         headers = recorded_headers(request.headers, self.config.token, self.config.upstream_key,
                                    anthropic=isinstance(call, MessagesCall))
         inject(headers, context=set_span_in_context(span))
-        asking = call.id_field
-        if self.ask_ids and asking and asking not in self.rejected and not call.asked():
-            resp = await self.session.post(url, json={**call.body, asking: True}, headers=headers)
-            if not (resp.status == 400 and self.config.token_ids == "auto"):
-                return resp
-            text = await resp.read()
-            if asking.encode() not in text:
-                return Replay(resp, text)  # type: ignore[return-value]
-            resp.release()
-            self.rejected.add(asking)
-            log.warning("upstream %s rejects %s: recording %s calls as text only (re-tokenised at training)",
-                        self.config.upstream, asking, call.route)
-        return await self.session.post(url, json=call.body, headers=headers)
+        return await self.asking.post(self.session, self.config.upstream + call.route, call, headers)
 
     async def _stream(self, request: web.Request, resp: aiohttp.ClientResponse, attrs: dict[str, Any],
                       call: Call) -> web.StreamResponse:
         """Server-sent events passed on line by line (``event:`` lines and all); each ``data:`` JSON
         object is fed to the call's stream assembler and, when the gateway asked for ids the agent
-        did not, sent on without them."""
+        did not (ids, log-probs), sent on without them."""
         out = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await out.prepare(request)
-        acc, rewrite = call.accumulator(), bool(call.id_field) and not call.asked()
+        acc, rewrite = call.accumulator(), call.rewrites()
         client_gone = False
         async for line in resp.content:
             if line.startswith(b"data:") and line[5:].strip() not in (b"", b"[DONE]"):
@@ -319,7 +310,7 @@ class Gateway:
                 if isinstance(event, dict):
                     acc.add(event)
                     if rewrite:
-                        line = b"data: " + json.dumps(call.strip(event), ensure_ascii=False).encode() + b"\n"
+                        line = b"data: " + json.dumps(call.for_agent(event), ensure_ascii=False).encode() + b"\n"
             if not client_gone:
                 try:
                     await out.write(line)

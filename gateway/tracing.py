@@ -36,11 +36,17 @@ def _int_list(value: Any) -> list[int] | None:
 
 
 def _logprobs(choice: dict[str, Any]) -> list[float] | None:
-    content = (choice.get("logprobs") or {}).get("content") if isinstance(choice.get("logprobs"), dict) else None
-    if not isinstance(content, list) or not content:
+    """The sampled tokens' log-probs of a choice: the chat shape (``logprobs.content[i].logprob``) or
+    the text-completions one (``logprobs.token_logprobs``)."""
+    logprobs = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
+    content = logprobs.get("content")
+    if isinstance(content, list) and content:
+        values = [c.get("logprob") for c in content if isinstance(c, dict)]
+    elif isinstance(logprobs.get("token_logprobs"), list) and logprobs["token_logprobs"]:
+        values = list(logprobs["token_logprobs"])
+    else:
         return None
-    values = [c.get("logprob") for c in content if isinstance(c, dict)]
-    return values if all(isinstance(v, int | float) for v in values) else None
+    return values if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values) else None
 
 
 def response_attributes(response: dict[str, Any], capture: bool) -> dict[str, Any]:

@@ -57,8 +57,11 @@ def test_gateway_span_has_serves_exact_ids(chain, stream: bool) -> None:
         reply = client.chat.completions.create(model="tiny-chat", messages=HELLO)
         assert "prompt_token_ids" not in (reply.model_extra or {})
         assert "token_ids" not in (reply.choices[0].model_extra or {})
+        assert reply.choices[0].logprobs is None  # asked on the agent's behalf (issue 41), taken out again
+    if stream:
+        assert all(c.logprobs is None for ch in chunks for c in ch.choices)
     ours, theirs = _call_spans(chain)
-    for key in ("spanrl.prompt_token_ids", "spanrl.response_token_ids"):
+    for key in ("spanrl.prompt_token_ids", "spanrl.response_token_ids", "spanrl.response_logprobs"):
         assert list(ours.attributes[key]) == list(theirs.attributes[key]) and len(ours.attributes[key]) > 0
     assert ours.attributes["gen_ai.response.id"] == theirs.attributes["gen_ai.response.id"]
     assert theirs.parent.span_id == ours.context.span_id and theirs.context.trace_id == ours.context.trace_id
