@@ -1,13 +1,11 @@
 """Chat messages in, tool calls out: the text side of ``spanrl serve``.
 
-OpenAI clients send tool calls with JSON-*string* arguments and ``content: None``; chat templates
-expect plain strings and (Qwen/Hermes style) argument objects. ``render_prompt`` bridges the two and
-returns the exact prompt token ids the model sees (the ids the server's span reports).
-
-Tool format: templates that define ``<tool_call>{"name": ..., "arguments": ...}</tool_call>``
-(Qwen2.5, Hermes, our tiny test model) are used as they are. A template that ignores ``tools``
-(SmolLM2-135M-Instruct's plain ChatML) gets the same Hermes-style tool block appended to its system
-message, so the demo model still sees the tool signatures; replies are parsed the same way.
+Rendering (OpenAI messages with JSON-*string* arguments and ``content: None`` -> the exact prompt ids
+the model sees, the ids the server's span reports) is ``spanrl.trainer.render``: one renderer, so the
+trainer's text path re-renders a stored call exactly as the server rendered it. Its names are
+re-exported here for the code that imports them from serve. What stays here is the way back: the
+model's ``<tool_call>{json}</tool_call>`` text (the format the renderer prompts a template without
+tool support for, and Qwen/Hermes templates use natively) parsed into API tool calls.
 """
 
 from __future__ import annotations
@@ -18,18 +16,18 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-TOOL_CALL_RE = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
+from spanrl.trainer.render import (
+    normalise_messages,
+    render_prompt,
+    template_handles_tools,
+    tool_call_text,
+)
 
-_FALLBACK_TOOLS_HEADER = (
-    "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
-)
-_FALLBACK_TOOLS_FOOTER = (
-    "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
-    '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n'
-    "</tool_call>"
-)
-_DEFAULT_SYSTEM = "You are a helpful assistant."
+__all__ = ["TOOL_CALL_RE", "ParsedReply", "normalise_messages", "parse_tool_calls", "render_prompt",
+           "template_handles_tools", "tool_call_text"]  # the renderer's names, re-exported for serve's callers
+_tool_call_text = tool_call_text  # the name this module gave it before the renderer moved
+
+TOOL_CALL_RE = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
 
 
 @dataclass
@@ -38,11 +36,6 @@ class ParsedReply:
 
     content: str | None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-
-
-def template_handles_tools(template: str | None) -> bool:
-    """True when the chat template renders ``tools`` itself (so we must not add our block)."""
-    return bool(template) and "tools" in template
 
 
 def parse_tool_calls(text: str) -> ParsedReply:
@@ -71,80 +64,3 @@ def parse_tool_calls(text: str) -> ParsedReply:
         })
     content = TOOL_CALL_RE.sub("", text).strip()
     return ParsedReply(content=content or None, tool_calls=calls)
-
-
-def _text_of(content: Any) -> str:
-    """OpenAI content may be None, a string, or a list of parts; templates want a string."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return str(content)
-
-
-def _arguments_object(arguments: Any) -> Any:
-    """JSON-string arguments -> object (Qwen-style templates ``tojson`` them); bad JSON stays a string."""
-    if isinstance(arguments, str):
-        try:
-            return json.loads(arguments)
-        except json.JSONDecodeError:
-            return arguments
-    return arguments
-
-
-def _tool_call_text(call: dict[str, Any]) -> str:
-    fn = call.get("function", call)
-    args = _arguments_object(fn.get("arguments", {}))
-    return "<tool_call>\n" + json.dumps({"name": fn.get("name"), "arguments": args}, ensure_ascii=False) + "\n</tool_call>"
-
-
-def normalise_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                       template_tools: bool) -> list[dict[str, Any]]:
-    """OpenAI chat messages -> what the chat template can render.
-
-    With ``template_tools`` the tool calls stay structured (arguments as objects). Without it and
-    with tools in the request, calls and tool results are written as Hermes text and the tool
-    block goes into the system message.
-    """
-    out: list[dict[str, Any]] = []
-    for msg in messages:
-        role = msg.get("role")
-        item: dict[str, Any] = {"role": role, "content": _text_of(msg.get("content"))}
-        calls = msg.get("tool_calls") or []
-        if role == "assistant" and calls:
-            if template_tools:
-                item["tool_calls"] = [{"type": "function", "function": {
-                    "name": c.get("function", {}).get("name"),
-                    "arguments": _arguments_object(c.get("function", {}).get("arguments", {}))}} for c in calls]
-            else:
-                parts = [item["content"]] if item["content"] else []
-                item["content"] = "\n".join(parts + [_tool_call_text(c) for c in calls])
-        if role == "tool":
-            if msg.get("tool_call_id"):
-                item["tool_call_id"] = msg["tool_call_id"]
-            if not template_tools and tools:
-                item["content"] = f"<tool_response>\n{item['content']}\n</tool_response>"
-        if role == "developer":
-            item["role"] = "system"
-        out.append(item)
-    if tools and not template_tools:
-        block = _FALLBACK_TOOLS_HEADER + "".join(
-            "\n" + json.dumps(t, ensure_ascii=False) for t in tools) + _FALLBACK_TOOLS_FOOTER
-        if out and out[0]["role"] == "system":
-            out[0] = {**out[0], "content": out[0]["content"] + block}
-        else:
-            out.insert(0, {"role": "system", "content": _DEFAULT_SYSTEM + block})
-    return out
-
-
-def render_prompt(tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> list[int]:
-    """Prompt token ids for a chat request: chat template with the generation prompt appended."""
-    template_tools = template_handles_tools(getattr(tokenizer, "chat_template", None))
-    normalised = normalise_messages(messages, tools, template_tools)
-    kwargs: dict[str, Any] = {"add_generation_prompt": True, "tokenize": False}
-    if tools and template_tools:
-        kwargs["tools"] = tools
-    text = tokenizer.apply_chat_template(normalised, **kwargs)
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"])

@@ -3,12 +3,13 @@
 Two ways to get tokens, per row:
 - ``engine``: ``prompt_token_ids + response_token_ids`` exactly as the serving engine saw and
   sampled them; the behaviour log-probs line up with the response ids.
-- ``text``: the chat template over ``prompt_messages`` (+ ``tools``) with
-  ``add_generation_prompt=True`` gives the prompt; the same template over prompt + response (as the
-  assistant turn) must start with that prompt text, else the row is a *template mismatch* and is
-  skipped (never misaligned). The prompt and the rest are tokenised separately, as an engine would,
-  and the response ends at the first end-of-turn token. Behaviour log-probs are dropped (they
-  belong to the engine's tokens, not ours).
+- ``text``: ``prompt_messages`` (+ ``tools``) rendered by ``spanrl.trainer.render``, the renderer
+  ``spanrl serve`` uses: the prompt ids are the ids the server computes for that request, and the
+  response is what follows them in the render of prompt + response (its tool calls in the format the
+  server wrote them in), tokenised separately as an engine would and cut at the first end-of-turn
+  token. A render of prompt + response that does not start with the prompt is a *template mismatch*
+  and is skipped (never misaligned); a render that raises is a *template error*, counted by its
+  reason. Behaviour log-probs are dropped (they belong to the engine's tokens, not ours).
 
 Trajectory merging (Agent Lightning's trajectory aggregation): when a call's tokens start with the
 previous call's prompt + response (the agent appended the reply and a tool result and asked again),
@@ -33,6 +34,7 @@ import pyarrow as pa
 import torch
 
 from spanrl.trainer.losses import aggregation_weights
+from spanrl.trainer.render import failure_reason, render_turn, tokenize
 
 
 @dataclass
@@ -84,7 +86,8 @@ class DataStats:
     engine: int = 0
     text: int = 0
     template_mismatch: int = 0  # prompt render is not a prefix of the full render
-    template_error: int = 0  # the template raised, or the JSON columns did not parse
+    template_error: int = 0  # the template raised, or the JSON columns did not parse (reasons: template_errors)
+    template_errors: dict[str, int] = field(default_factory=dict)  # reason -> rows: what to fix, not just how many
     bad_token_ids: int = 0  # engine ids outside the tokenizer's vocabulary
     empty: int = 0  # no prompt or no response tokens
     no_prompt: int = 0  # text rows whose prompt was not captured (coverage.missing_input): never an empty prompt
@@ -104,43 +107,60 @@ class DataStats:
         return self.template_mismatch + self.template_error + self.bad_token_ids + self.empty + self.no_prompt
 
     def summary(self) -> str:
-        parts = [f"{k}={v}" for k, v in vars(self).items() if v]
+        parts = [f"{k}={v}" + (f" ({self.error_reasons()})" if k == "template_error" else "")
+                 for k, v in vars(self).items() if v and k != "template_errors"]
         return ", ".join(parts) or "no rows"
+
+    def count_error(self, reason: str) -> None:
+        """One more row that could not be rendered; the first few distinct reasons are kept by name."""
+        self.template_error += 1
+        key = reason if reason in self.template_errors or len(self.template_errors) < _MAX_REASONS else "other reasons"
+        self.template_errors[key] = self.template_errors.get(key, 0) + 1
+
+    def error_reasons(self) -> str:
+        """``reason xN`` for each counted render failure, the commonest first."""
+        ranked = sorted(self.template_errors.items(), key=lambda kv: (-kv[1], kv[0]))
+        return "; ".join(f"{reason} x{n}" for reason, n in ranked)
+
+
+_MAX_REASONS = 8
 
 
 def _f(value: Any, default: float = 0.0) -> float:
     return default if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
+def _json_column(row: dict[str, Any], name: str, default: str) -> Any:
+    try:
+        return json.loads(row.get(name) or default)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} is not JSON") from exc
+
+
 def _render_text(row: dict[str, Any], tokenizer: Any, stop_ids: set[int], stats: DataStats) -> tuple[list[int], int] | None:
     """Text path: (ids, n_prompt) or None when the row must be skipped (counted in ``stats``)."""
     try:
-        messages = json.loads(row["prompt_messages"] or "[]")
-        tools = json.loads(row["tools"]) if row.get("tools") else None
-        response = json.loads(row["response_message"] or "null")
+        messages = _json_column(row, "prompt_messages", "[]")
+        tools = _json_column(row, "tools", "null")
+        response = _json_column(row, "response_message", "null")
         if not isinstance(messages, list) or not isinstance(response, dict):
             raise ValueError("prompt_messages must be a JSON list and response_message a JSON object")
         if not messages:  # the call's input was not captured (hidden, cut, a capture switch off): the model
             stats.no_prompt += 1  # saw something, not nothing; trained on an empty prompt it would learn a lie
             return None
-        response = {**response, "role": "assistant"}
-        kwargs = {"tools": tools or None, "tokenize": False}
-        prompt_text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, **kwargs)
-        full_text = tokenizer.apply_chat_template([*messages, response], add_generation_prompt=False, **kwargs)
-    except Exception:  # noqa: BLE001 - any template or JSON failure skips the row, counted
-        stats.template_error += 1
+        prompt_text, full_text = render_turn(tokenizer, messages, tools, response)
+    except Exception as exc:  # noqa: BLE001 - any template or JSON failure skips the row, counted by reason
+        stats.count_error(failure_reason(exc))
         return None
     if not full_text.startswith(prompt_text):
         stats.template_mismatch += 1
         return None
-    prompt_ids = tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
-    rest_ids = tokenizer(full_text[len(prompt_text) :], add_special_tokens=False)["input_ids"]
+    prompt_ids = tokenize(tokenizer, prompt_text)  # == render_prompt(tokenizer, messages, tools): serve's ids
+    rest = full_text[len(prompt_text) :]
+    rest_ids = tokenize(tokenizer, rest)
     end = next((i for i, t in enumerate(rest_ids) if t in stop_ids), None)
-    if end is not None:
-        response_ids = rest_ids[: end + 1]
-    else:
-        response_ids = tokenizer(full_text[len(prompt_text) :].rstrip(), add_special_tokens=False)["input_ids"]
-    joint = tokenizer(full_text, add_special_tokens=False)["input_ids"]
+    response_ids = rest_ids[: end + 1] if end is not None else tokenize(tokenizer, rest.rstrip())
+    joint = tokenize(tokenizer, full_text)
     if joint[: len(prompt_ids) + len(response_ids)] != prompt_ids + response_ids:
         stats.boundary_retokenised += 1
     return prompt_ids + response_ids, len(prompt_ids)
