@@ -103,7 +103,7 @@ ROLLOUTS_SQL = ROLLOUT_CTE + """
 SELECT 'r' || n AS rollout_id, task AS task_id, [trace_id] AS trace_ids, [agent] AS agent_names,
        3::BIGINT AS n_llm_calls, (1 + n % 2)::BIGINT AS n_tool_calls, tool_fails::BIGINT AS n_errors,
        reward::DOUBLE AS final_reward, t0 AS started_ns, t0 + 9000000000 AS ended_ns, NULL::VARCHAR AS purpose,
-       true AS complete
+       true AS complete, NULL::VARCHAR AS prompt_version
 FROM r
 """
 
@@ -117,7 +117,8 @@ SELECT trace_id, {_span_id('k')} AS span_id, {_span_id(0)} AS parent_span_id,
        NULL::JSON AS tools, 'stop' AS finish_reason, (120 + k)::BIGINT AS input_tokens, 12::BIGINT AS output_tokens,
        NULL::INTEGER[] AS prompt_token_ids, NULL::INTEGER[] AS response_token_ids, NULL::FLOAT[] AS response_logprobs,
        0.7::DOUBLE AS temperature, 'chatcmpl-' || n || '-' || k AS response_id, 'UNSET' AS status_code,
-       0::INTEGER AS restored_messages, []::STRUCT(trace_id VARCHAR, span_id VARCHAR)[] AS merged_spans
+       0::INTEGER AS restored_messages, []::STRUCT(trace_id VARCHAR, span_id VARCHAR)[] AS merged_spans,
+       NULL::VARCHAR AS prompt_version
 FROM r, range(1, 4) s(k)
 """
 

@@ -52,6 +52,7 @@ member_spans AS (  -- the member spans' own columns and call attributes: span fa
                     try_cast(call_attr(x, 'gen_ai.usage.completion_tokens') AS BIGINT)) AS a_output_tokens,
            try_cast(call_attr(x, 'gen_ai.request.temperature') AS DOUBLE) AS a_temperature,
            call_attr(x, 'gen_ai.response.id') AS a_response_id,
+           call_attr(x, 'spanrl.prompt.version') AS a_prompt_version,  -- spanrl gateway --prompts: the prompt it put in
            agent_name, has_tokens
     FROM (SELECT f.*, f.v AS x, ag.agent_name,
                  contains(f.attr_keys, 'token_ids') OR has_attr(f.attr_keys, 'spanrl.response_logprobs') AS has_tokens
@@ -196,7 +197,7 @@ single AS (  -- the common case, a call captured once: its member's row as it is
            coalesce(wc.prompt_token_ids, attr_int_list(g.token_attrs, 'spanrl.prompt_token_ids', 'prompt_token_ids')) AS prompt_token_ids,
            coalesce(wc.response_token_ids, attr_int_list(g.token_attrs, 'spanrl.response_token_ids', 'response_token_ids')) AS response_token_ids,
            try_cast(json_or_text(json_extract(g.token_attrs, '$."spanrl.response_logprobs"')) AS FLOAT[]) AS response_logprobs,
-           g.m_temperature AS temperature, g.rid AS response_id, g.status_code,
+           g.m_temperature AS temperature, g.rid AS response_id, g.status_code, g.a_prompt_version AS prompt_version,
            []::STRUCT(trace_id VARCHAR, span_id VARCHAR)[] AS merged_spans
     FROM grouped AS g JOIN group_sizes AS z ON z.trace_id = g.trace_id AND z.call_key = g.call_key
     JOIN conv AS wc ON wc.conv_row = g.conv_row
@@ -251,6 +252,7 @@ multi AS (  -- a call seen twice or more: the best-ranked member, filled in from
                     arg_min(m_temperature, rank_key), any_value(m_temperature)) AS temperature,
            any_value(rid) AS response_id,
            arg_min(status_code, rank_key) AS status_code,
+           max(a_prompt_version) AS prompt_version,  -- the gateway's member span has it
            list(DISTINCT {'trace_id': trace_id, 'span_id': span_id}) AS all_spans
     FROM multi_members
     GROUP BY gkey)
@@ -298,6 +300,6 @@ SELECT c.trace_id, c.span_id, c.parent_span_id, c.start_ns, c.end_ns, c.service_
        c.provider, c.model, coalesce(r.input_messages, c.input_messages) AS input_messages, c.output_message, c.tools,
        c.finish_reason, c.input_tokens, c.output_tokens, c.prompt_token_ids, c.response_token_ids, c.response_logprobs,
        c.temperature, c.response_id, c.status_code, coalesce(r.restored_messages, 0)::INTEGER AS restored_messages,
-       c.merged_spans
+       c.merged_spans, c.prompt_version
 FROM calls AS c
 LEFT JOIN restored AS r ON r.trace_id = c.trace_id AND r.span_id = c.span_id

@@ -16,7 +16,7 @@ CREATE OR REPLACE MACRO call_attribute_keys() AS [
     'gen_ai.provider.name', 'gen_ai.system', 'llm.provider', 'llm.system', 'gen_ai.request.model',
     'gen_ai.response.model', 'gen_ai.response.finish_reasons', 'gen_ai.usage.input_tokens',
     'gen_ai.usage.prompt_tokens', 'gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens',
-    'gen_ai.request.temperature', 'gen_ai.response.id'];
+    'gen_ai.request.temperature', 'gen_ai.response.id', 'spanrl.prompt.version'];
 
 -- The attributes that name an agent (llm_calls.sql's agent_name walk), on every span of a call's trace.
 CREATE OR REPLACE MACRO agent_attribute_keys() AS [
@@ -73,8 +73,14 @@ CREATE OR REPLACE MACRO response_paths() AS [
     '$.usage.input_tokens', '$.usage_metadata.prompt_token_count', '$.usageMetadata.promptTokenCount',
     '$.usage.completion_tokens', '$.usage.output_tokens', '$.usage_metadata.candidates_token_count',
     '$.usageMetadata.candidatesTokenCount', '$.id', '$.response_id', '$.responseId', '$.model',
-    '$.model_version', '$.modelVersion'];
+    '$.model_version', '$.modelVersion', '$.llm_output.id', '$.generations[0][0].message.kwargs.response_metadata.id'];
 CREATE OR REPLACE MACRO resp(x, p) AS attr_value(x, response_paths(), p);
+-- The provider's response id in a recorded output: the API body's own ``id``, else where LangChain keeps
+-- it (LLMResult.llm_output.id; the generation message's response_metadata.id): OpenInference LangChain
+-- spans carry only that, and without it their row cannot meet the server's record of the same call.
+CREATE OR REPLACE MACRO output_response_id(j) AS coalesce(
+    json_extract_string(j, '$.id'), json_extract_string(j, '$.llm_output.id'),
+    json_extract_string(j, '$.generations[0][0].message.kwargs.response_metadata.id'));
 CREATE OR REPLACE MACRO message_paths() AS [
     '$.role', '$.type', '$.parts', '$.content', '$.lc', '$.id[#-1]', '$.kwargs.content', '$.text',
     '$.kwargs.tool_calls', '$.tool_calls', '$.kwargs.tool_call_id', '$.tool_call_id', '$.id'];

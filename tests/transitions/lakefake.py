@@ -24,7 +24,7 @@ SPAN_COLUMNS = ["trace_id", "span_id", "parent_span_id", "name", "kind", "start_
 LLM_COLUMNS = ["trace_id", "span_id", "parent_span_id", "start_ns", "end_ns", "service_name", "agent_name",
                "convention", "provider", "model", "input_messages", "output_message", "tools", "finish_reason",
                "input_tokens", "output_tokens", "prompt_token_ids", "response_token_ids", "response_logprobs",
-               "temperature", "response_id", "status_code", "restored_messages", "merged_spans"]
+               "temperature", "response_id", "status_code", "restored_messages", "merged_spans", "prompt_version"]
 LOG_COLUMNS = ["trace_id", "span_id", "time_ns", "event_name", "attributes"]
 TOOL_COLUMNS = ["trace_id", "span_id", "llm_span_id", "tool_name", "arguments", "result", "status_code",
                 "error_type", "start_ns", "end_ns", "is_handoff"]
@@ -77,7 +77,7 @@ class FakeLake:
             "response_token_ids": token_ids[1] if token_ids else None,
             "response_logprobs": [-0.5] * len(token_ids[1]) if token_ids else None,
             "temperature": 0.7, "response_id": response_id, "status_code": status, "restored_messages": 0,
-            "merged_spans": [],
+            "merged_spans": [], "prompt_version": None,
         })
         return sid
 

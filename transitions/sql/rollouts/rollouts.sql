@@ -1,6 +1,7 @@
 -- name: rollouts
 -- One row per agent run (docs/lake.md). final_reward: the rollout's primary reward (named primary, else
 -- the last explicit reward by time; feedback without a time counts as newest); NULL when it has none.
+-- prompt_version: the stored prompt versions `spanrl gateway --prompts` put into its calls (comma-joined).
 WITH final AS (
     SELECT rollout_id,
            arg_max(value, (is_primary, coalesce(ts_ns, 9223372036854775807), source, span_id, name, value))
@@ -13,7 +14,8 @@ WITH final AS (
 ),
 calls AS (
     SELECT rollout_id, count(*) AS n_llm_calls,
-           list(DISTINCT agent_name ORDER BY agent_name) FILTER (WHERE agent_name IS NOT NULL) AS agent_names
+           list(DISTINCT agent_name ORDER BY agent_name) FILTER (WHERE agent_name IS NOT NULL) AS agent_names,
+           string_agg(DISTINCT prompt_version, ',' ORDER BY prompt_version) AS prompt_version
     FROM _rollout_calls GROUP BY rollout_id
 ),
 tools AS (
@@ -29,7 +31,7 @@ SELECT st.rollout_id, t.task_id, st.trace_ids,
        coalesce(c.n_llm_calls, 0) AS n_llm_calls,
        coalesce(tl.n_tool_calls, 0) AS n_tool_calls,
        coalesce(e.n_errors, 0) AS n_errors,
-       f.final_reward, st.started_ns, st.ended_ns, t.purpose, st.complete
+       f.final_reward, st.started_ns, st.ended_ns, t.purpose, st.complete, c.prompt_version
 FROM _rollout_status st
 LEFT JOIN _rollout_tasks t USING (rollout_id)
 LEFT JOIN final f USING (rollout_id)

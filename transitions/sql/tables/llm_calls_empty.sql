@@ -9,5 +9,6 @@ SELECT NULL::VARCHAR AS trace_id, NULL::VARCHAR AS span_id, NULL::VARCHAR AS par
        NULL::BIGINT AS output_tokens, NULL::INTEGER[] AS prompt_token_ids,
        NULL::INTEGER[] AS response_token_ids, NULL::FLOAT[] AS response_logprobs,
        NULL::DOUBLE AS temperature, NULL::VARCHAR AS response_id, NULL::VARCHAR AS status_code,
-       NULL::INTEGER AS restored_messages, NULL::STRUCT(trace_id VARCHAR, span_id VARCHAR)[] AS merged_spans
+       NULL::INTEGER AS restored_messages, NULL::STRUCT(trace_id VARCHAR, span_id VARCHAR)[] AS merged_spans,
+       NULL::VARCHAR AS prompt_version
 WHERE false
