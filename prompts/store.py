@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from spanrl.errors import InputError
-from spanrl.publish import draft_folder, publish, read_pointer, write_pointer
+from spanrl.publish import draft_folder, publish, read_pointer, write_pointer, write_text_atomic
 
 PROMPT_FILE, META_FILE = "prompt.txt", "meta.json"
 _VERSION = re.compile(r"^\d{4,}$")
@@ -160,3 +160,12 @@ def agent_for_hash(data: Path | str, sha: str) -> str | None:
         if sha in (meta.get("original_sha256"), meta.get("sha256")):
             return agent
     return None
+
+
+def record_evidence(data: Path | str, agent: str, version: str, evidence: dict[str, Any]) -> PromptVersion:
+    """Add how a version was scored to its meta.json (atomically; its prompt text never changes)."""
+    stored = read_version(data, agent, version)
+    meta = {**stored.meta, "evidence": evidence}
+    write_text_atomic(agent_dir(data, agent) / version / META_FILE, json.dumps(meta, indent=2) + "\n")
+    stored.meta = meta
+    return stored

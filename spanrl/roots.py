@@ -24,8 +24,9 @@ from spanrl.storage import is_remote, remote_url
 # Which commands may take ``--data s3://...``: writers hold the lease and publish; readers work on a
 # read-only mirror of the current state.
 WRITERS = frozenset({"ingest", "transitions build", "transitions clean", "lake compact", "lake prune", "train",
-                     "adapters promote", "adapters clean", "judge"})
-READERS = frozenset({"sql", "export", "ui", "tasks", "adapters list", "report"})
+                     "adapters promote", "adapters clean", "judge", "prompts promote"})
+READERS = frozenset({"sql", "export", "ui", "tasks", "adapters list", "report", "prompts list", "prompts show",
+                     "prompts diff"})
 # Commands that take an S3 root as it is on the store, without a mirror (they only read objects).
 DIRECT = frozenset({"lake verify"})
 # Local commands that read the root's data, so a missing root is a typo, never "nothing yet". (The

@@ -1,0 +1,92 @@
+"""Candidate prompts: (b) demonstrations from the best rollouts of other tasks, appended to the prompt
+(no model needed); (a) APO / ProTeGi-style textual gradients from an optimizer model (any
+OpenAI-compatible endpoint): a critique of the prompt from failed and successful rollouts, then
+rewrites that apply it (docs/prompts.md, "Method")."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from spanrl.errors import InputError
+from spanrl.prompts.lake import Example
+
+DEMO_HEADER = "\n\nWorked examples of solved tasks:\n"
+CRITIC = "You improve the system prompts of AI agents from evidence: rollouts of the agent and their rewards."
+CRITIQUE = ("The agent's system prompt is:\n<prompt>\n{prompt}\n</prompt>\n\nRollouts of the agent with this prompt "
+            "(higher reward is better):\n\n{examples}\n\nWhy does this prompt lead to the low-reward rollouts? Give "
+            "the reasons as a short list. Do not rewrite the prompt yet.")
+REWRITE = ("The agent's system prompt is:\n<prompt>\n{prompt}\n</prompt>\n\nA critique of it, from rollouts and their "
+           "rewards:\n{critique}\n\nWrite an improved system prompt that fixes these problems and keeps what works. "
+           "Answer with the new prompt only, between <prompt> and </prompt>.")
+
+
+def demonstrations(prompt: str, examples: list[Example], exclude_inputs: set[str], k: int) -> str | None:
+    """``prompt`` + the ``k`` highest-reward rollouts whose task is not one being scored (no answer of
+    a scored task leaks into its prompt); None when there is none."""
+    seen, picked = set(), []
+    for e in sorted(examples, key=lambda e: (-e.reward, e.rollout_id)):
+        if e.input.strip() in exclude_inputs or e.task_id in exclude_inputs or e.input in seen or not e.answer:
+            continue
+        seen.add(e.input)
+        picked.append(e)
+        if len(picked) == k:
+            break
+    if not picked:
+        return None
+    body = "\n\n".join(f"Example {i}:\n{e.render(with_reward=False)}" for i, e in enumerate(picked, 1))
+    return prompt.rstrip() + DEMO_HEADER + body
+
+
+def for_critique(examples: list[Example], failures: int = 4, successes: int = 2) -> list[Example]:
+    """The lowest-reward rollouts and a few of the highest (the contrast is the signal), lowest first."""
+    ordered = sorted(examples, key=lambda e: (e.reward, e.rollout_id))
+    low = ordered[:failures]
+    high = [e for e in reversed(ordered) if e not in low][:successes]
+    return low + high
+
+
+@dataclass
+class Optimizer:
+    """An OpenAI-compatible chat endpoint that critiques and rewrites prompts (API key: ``OPENAI_API_KEY``)."""
+
+    url: str
+    model: str
+    timeout_s: float = 120.0
+    temperature: float = 0.7
+
+    def chat(self, system: str, user: str) -> str:
+        import httpx
+
+        key = os.environ.get("OPENAI_API_KEY", "unused")
+        try:
+            resp = httpx.post(self.url.rstrip("/") + "/chat/completions", timeout=self.timeout_s,
+                              headers={"Authorization": f"Bearer {key}"},
+                              json={"model": self.model, "temperature": self.temperature,
+                                    "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]})
+            resp.raise_for_status()
+            return str(resp.json()["choices"][0]["message"]["content"] or "")
+        except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
+            raise InputError(f"--optimizer-url {self.url} (model {self.model}) failed: {exc}; check the URL ends in "
+                             "/v1 and serves that model") from None
+
+    def critique(self, prompt: str, examples: list[Example]) -> str:
+        shown = "\n\n".join(f"Rollout {i}:\n{e.render()}" for i, e in enumerate(examples, 1))
+        return self.chat(CRITIC, CRITIQUE.format(prompt=prompt, examples=shown or "(none recorded)")).strip()
+
+    def rewrite(self, prompt: str, critique: str) -> str | None:
+        text = self.chat(CRITIC, REWRITE.format(prompt=prompt, critique=critique))
+        match = re.search(r"<prompt>(.*?)</prompt>", text, re.S)
+        new = (match.group(1) if match else text).strip()
+        return new or None
+
+    def expand(self, prompt: str, examples: list[Example], k: int) -> tuple[str, list[str]]:
+        """One critique of ``prompt``, then ``k`` rewrites (deduplicated, the prompt itself left out)."""
+        critique = self.critique(prompt, for_critique(examples))
+        out: list[str] = []
+        for _ in range(k):
+            new = self.rewrite(prompt, critique)
+            if new and new != prompt.strip() and new not in out:
+                out.append(new)
+        return critique, out
