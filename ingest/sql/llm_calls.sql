@@ -52,7 +52,10 @@ member_spans AS (  -- the member spans' own columns and call attributes: span fa
                     try_cast(call_attr(x, 'gen_ai.usage.completion_tokens') AS BIGINT)) AS a_output_tokens,
            try_cast(call_attr(x, 'gen_ai.request.temperature') AS DOUBLE) AS a_temperature,
            call_attr(x, 'gen_ai.response.id') AS a_response_id,
-           call_attr(x, 'spanrl.prompt.version') AS a_prompt_version,  -- spanrl gateway --prompts: the prompt it put in
+           -- spanrl gateway --prompts: the stored prompt it put in, <agent>@<version> (versions count per agent)
+           CASE WHEN call_attr(x, 'spanrl.prompt.version') IS NOT NULL
+                THEN coalesce(call_attr(x, 'spanrl.prompt.agent') || '@', '') || call_attr(x, 'spanrl.prompt.version')
+           END AS a_prompt_version,
            agent_name, has_tokens
     FROM (SELECT f.*, f.v AS x, ag.agent_name,
                  contains(f.attr_keys, 'token_ids') OR has_attr(f.attr_keys, 'spanrl.response_logprobs') AS has_tokens

@@ -16,7 +16,8 @@ CREATE OR REPLACE MACRO call_attribute_keys() AS [
     'gen_ai.provider.name', 'gen_ai.system', 'llm.provider', 'llm.system', 'gen_ai.request.model',
     'gen_ai.response.model', 'gen_ai.response.finish_reasons', 'gen_ai.usage.input_tokens',
     'gen_ai.usage.prompt_tokens', 'gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens',
-    'gen_ai.request.temperature', 'gen_ai.response.id', 'spanrl.prompt.version'];
+    'gen_ai.request.temperature', 'gen_ai.response.id', 'spanrl.prompt.version',
+    'spanrl.prompt.agent'];
 
 -- The attributes that name an agent (llm_calls.sql's agent_name walk), on every span of a call's trace.
 CREATE OR REPLACE MACRO agent_attribute_keys() AS [

@@ -1,7 +1,7 @@
 -- name: rollouts
 -- One row per agent run (docs/lake.md). final_reward: the rollout's primary reward (named primary, else
 -- the last explicit reward by time; feedback without a time counts as newest); NULL when it has none.
--- prompt_version: the stored prompt versions `spanrl gateway --prompts` put into its calls (comma-joined).
+-- prompt_version: the stored prompts `spanrl gateway --prompts` put into its calls, <agent>@<version> (comma-joined).
 WITH final AS (
     SELECT rollout_id,
            arg_max(value, (is_primary, coalesce(ts_ns, 9223372036854775807), source, span_id, name, value))
