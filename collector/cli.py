@@ -60,9 +60,10 @@ def collector(data: Path, embedded: bool, host: str, http_port: int, grpc_port: 
         if token or fsync:
             raise InputError("--token and --fsync need the embedded receiver; add --embedded")
         config_path = find_config()
-        from spanrl.collector.lock import CollectorLock
+        from spanrl.collector.lock import CollectorLock, connect_host
 
-        CollectorLock(data).acquire()  # held until this process exits
+        lock = CollectorLock(data).acquire()  # held until this process exits
+        lock.advertise(f"http://{connect_host(host)}:{http_port}")  # `spanrl rollout` beside it sends there
         click.echo(f"spanrl collector: running {binary} --config {config_path} (data={data}/otel)", err=True)
         sys.exit(run_otelcol(binary, config_path, otelcol_env(data, host, http_port, grpc_port, rotate_mb)))
     from spanrl.collector.config import CollectorConfig

@@ -16,7 +16,7 @@ import grpc
 from aiohttp import web
 
 from spanrl.collector.config import CollectorConfig
-from spanrl.collector.lock import CollectorLock
+from spanrl.collector.lock import CollectorLock, connect_host
 from spanrl.collector.otlpgrpc import build_server
 from spanrl.collector.otlphttp import build_app
 from spanrl.collector.receiver import Receiver
@@ -72,6 +72,7 @@ class EmbeddedCollector:
             raise InputError(f"cannot bind HTTP {host}:{self.config.http_port} ({exc.strerror}); "
                              "pick another --http-port") from None
         http_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._lock.advertise(f"http://{connect_host(host)}:{http_port}")  # where a rollout beside it sends
         return Endpoints(http_port, grpc_port)
 
     async def stop(self) -> None:

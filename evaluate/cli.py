@@ -38,12 +38,18 @@ WORSE_EXIT = 1  # --fail-if-worse and a policy is worse than the first
 @click.option("--report-to", default="none", envvar="SPANRL_REPORT_TO", show_default=True, metavar="LIST",
               help="Experiment trackers, as `spanrl train --report-to`: mlflow (one candidate adapter id: its training "
                    "run), tensorboard, wandb, comma-separated.")
+@click.option("--otlp", default=None,
+              help="OTLP/HTTP endpoint for the spans (default: the collector already writing DATA, e.g. a running "
+                   "`spanrl gateway`'s or `spanrl collector`, else one this run starts).")
+@click.option("--threads", default=None, type=int,
+              help="torch CPU threads of the `spanrl serve` started per policy (`spanrl serve --threads`).")
 @click.option("--fail-if-worse", is_flag=True, help=f"Exit {WORSE_EXIT} when any policy is worse than the first.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def evaluate(data: Path, tasks: Path, policies: tuple[str, ...], model: Path | None,
              served_model_names: tuple[str, ...], n: int, score: str | None,
              judge_url: str | None, judge_model: str | None, rubric: Path | None, out: Path, level: float,
-             concurrency: int, timeout: str, report_to: str, fail_if_worse: bool, command: tuple[str, ...]) -> None:
+             concurrency: int, timeout: str, report_to: str, otlp: str | None, threads: int | None, fail_if_worse: bool,
+             command: tuple[str, ...]) -> None:
     """Run the agent on every task N times per policy (through `spanrl rollout`), score it, and report
     each policy's mean reward with an interval and, per policy vs the first, the paired difference over
     tasks with a seeded bootstrap interval and a verdict: better / worse / no detectable difference.
@@ -68,7 +74,7 @@ def evaluate(data: Path, tasks: Path, policies: tuple[str, ...], model: Path | N
     cfg = EvalConfig(tasks=tasks, policies=list(policies), command=list(command), score=score, n=n, data=data,
                      out=out, level=level, concurrency=concurrency, timeout_s=parse_duration(timeout), model=model,
                      served_model_names=list(served_model_names),
-                     judge_url=judge_url, judge_model=judge_model, rubric=rubric)
+                     judge_url=judge_url, judge_model=judge_model, rubric=rubric, otlp=otlp, threads=threads)
     trackers = []
     if report_to and report_to != "none":
         from spanrl.evaluate.run import split_policy

@@ -45,6 +45,8 @@ class EvalConfig:
     judge_url: str | None = None  # --judge: rewards from the LLM judge (judge/) instead of --score
     judge_model: str | None = None
     rubric: Path | None = None
+    otlp: str | None = None  # --otlp: where the spans go (default: the collector writing DATA, else one started)
+    threads: int | None = None  # --threads: torch CPU threads of the started servers
 
     def __post_init__(self) -> None:
         if len(self.policies) < 1:
@@ -56,6 +58,9 @@ class EvalConfig:
                              "(the LLM judge of `spanrl judge`)")
         if self.judge_url is not None and not self.judge_model:
             raise InputError("--judge needs --judge-model NAME (the model the judge server serves)")
+        if self.threads is not None and self.model is None:
+            raise InputError("--threads sets the `spanrl serve` eval starts for policies given as an adapter id, LATEST "
+                             "or base (with --model); a /v1 URL policy's server was started by you")
         if not 0.5 <= self.level < 1.0:
             raise InputError(f"--level {self.level}: use a confidence level such as 0.95")
 
@@ -89,7 +94,8 @@ def rollout_config(cfg: EvalConfig, policy: str) -> RolloutConfig:
     policy = split_policy(policy)[1]
     attrs = ",".join(a for a in (cfg.env.get("OTEL_RESOURCE_ATTRIBUTES"), PURPOSE) if a)
     common = dict(tasks=cfg.tasks, n=cfg.n, command=list(cfg.command), data=cfg.data, concurrency=cfg.concurrency,
-                  timeout_s=cfg.timeout_s, score=cfg.score, env={**cfg.env, "OTEL_RESOURCE_ATTRIBUTES": attrs})
+                  timeout_s=cfg.timeout_s, score=cfg.score, env={**cfg.env, "OTEL_RESOURCE_ATTRIBUTES": attrs},
+                  purpose="eval", otlp=cfg.otlp)
     if policy.startswith(("http://", "https://")):
         rc = RolloutConfig(**common, policy_url=policy, adapter_id=policy)
     elif cfg.model is None:
@@ -98,8 +104,8 @@ def rollout_config(cfg: EvalConfig, policy: str) -> RolloutConfig:
     else:
         adapter = served_adapter(cfg.data, policy)
         rc = RolloutConfig(**common, model=cfg.model, serve_adapter=adapter, adapter_id=adapter,
-                           served_model_names=list(cfg.served_model_names))
-    rc.run_id = ("eval-" + resolve_run_id(rc))[:64]
+                           served_model_names=list(cfg.served_model_names), threads=cfg.threads)
+    rc.run_id = resolve_run_id(rc)[:64]  # eval-...: purpose eval
     return rc
 
 

@@ -39,11 +39,16 @@ from spanrl.options import data_option, parse_duration
 @click.option("--adapter-id", default=None, help="The policy's adapter id for the default run id "
                                                  "(default: asked from the server).")
 @click.option("--retry-failed", is_flag=True, help="On resume, try again samples that used up their attempts.")
+@click.option("--purpose", type=click.Choice(["train", "eval"]), default="train", show_default=True,
+              help="eval: hand-made baseline or held-out rollouts, tagged spanrl.rollout.purpose=eval (as `spanrl "
+                   "eval`'s) so training snapshots leave them out.")
+@click.option("--threads", default=None, type=int,
+              help="With --model: torch CPU threads of the started server (`spanrl serve --threads`).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def rollout(data: Path, tasks: Path, n: int, policy_url: str | None, model: Path | None, temperature: float | None,
             otlp: str | None, otlp_protocol: str | None, served_model_names: tuple[str, ...], concurrency: int,
             timeout: str, retries: int, score: str | None, run_id: str | None, adapter_id: str | None,
-            retry_failed: bool, command: tuple[str, ...]) -> None:
+            retry_failed: bool, purpose: str, threads: int | None, command: tuple[str, ...]) -> None:
     """Run an unmodified agent command N times per task; every sample is one rollout in the lake.
 
     Each run gets, for its process only: OTEL_EXPORTER_OTLP_ENDPOINT and _PROTOCOL (also the
@@ -51,7 +56,9 @@ def rollout(data: Path, tasks: Path, n: int, policy_url: str | None, model: Path
     with spanrl.rollout_id and spanrl.task_id appended, OPENAI_BASE_URL and OPENAI_API_BASE (the policy
     URL), ANTHROPIC_BASE_URL and ANTHROPIC_API_BASE (its root, without /v1), and the input on stdin and
     in SPANRL_TASK_INPUT ({input} and {task_id} in the arguments are replaced). Re-running the same
-    run skips finished rollouts. Exit 1 (after the summary) when no attempt succeeded.
+    run skips finished rollouts. Without --otlp the spans go to the collector already writing DATA (a
+    `spanrl gateway`'s or `spanrl collector`), else to one this run starts. Exit 1 (after the summary)
+    when no attempt succeeded.
 
     \b
     Example (an uninstrumented Python agent, traced by opentelemetry-distro):
@@ -64,7 +71,7 @@ def rollout(data: Path, tasks: Path, n: int, policy_url: str | None, model: Path
                         temperature=temperature, otlp=otlp, otlp_protocol=otlp_protocol,
                         served_model_names=list(served_model_names), concurrency=concurrency,
                         timeout_s=parse_duration(timeout), retries=retries, score=score, run_id=run_id,
-                        adapter_id=adapter_id, retry_failed=retry_failed)
+                        adapter_id=adapter_id, retry_failed=retry_failed, purpose=purpose, threads=threads)
     if run_with_progress(cfg).nothing_succeeded:
         click.echo("spanrl rollout: no attempt succeeded; see the failures above and the agent's stderr in "
                    "the run folder's logs/", err=True)

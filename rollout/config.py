@@ -41,6 +41,11 @@ class RolloutConfig:
         "help": "With --model: what the started server serves: LATEST (default), an adapter id of DATA/adapters, "
                 "or base (no adapter); `spanrl eval` pins each policy with it."})
     retry_failed: bool = field(default=False, metadata={"help": "On resume, try again samples that failed before."})
+    purpose: str | None = field(default=None, metadata={
+        "help": "eval: the rollouts are held out (spanrl.rollout.purpose = eval on the runner's and the agent's "
+                "spans), so training snapshots leave them out, as `spanrl eval`'s; None: training rollouts."})
+    threads: int | None = field(default=None, metadata={
+        "help": "With --model: torch CPU threads of the started server (`spanrl serve --threads`)."})
     kill_grace_s: float = field(default=3.0, metadata={"help": "SIGTERM -> SIGKILL delay for a timed-out group."})
     env: dict[str, str] = field(default_factory=dict, metadata={
         "help": "Extra variables for every agent process (library callers such as the demo; on the command "
@@ -74,6 +79,15 @@ class RolloutConfig:
             raise InputError("--otlp-protocol describes --otlp URL; the embedded collector (no --otlp) speaks "
                              "http/protobuf, which the runner sets for the agents itself")
         self.served_model_names = list(self.served_model_names)
+        if self.purpose == "train":
+            self.purpose = None
+        if self.purpose not in (None, "eval"):
+            raise InputError(f"--purpose {self.purpose!r}: use eval (held out of training) or train (the default)")
+        if self.threads is not None and self.threads < 1:
+            raise InputError(f"--threads must be at least 1, got {self.threads}")
+        if self.threads is not None and self.policy_url is not None:
+            raise InputError("--threads sets the server the runner starts (--model); for your own server start it "
+                             "with `spanrl serve --threads N`")
         if self.served_model_names and self.policy_url is not None:
             raise InputError("--served-model-name names the server the runner starts (--model); for your own "
                              "server start it with that name (`spanrl serve --served-model-name NAME`, "

@@ -25,6 +25,12 @@ def print_summary(s: RunSummary, console: Console) -> None:
         table.add_row("agent spans", _agent_spans(s))
     if s.scored or s.score_failures:
         table.add_row("scored", f"{s.scored} -> {s.feedback_file}; {s.score_failures} scorer failure(s)")
+    if s.mean_score is not None:
+        table.add_row("mean score", f"{s.mean_score:.4g} over {s.n_scored} scored sample(s) of the run "
+                                    "(each sample's last scored attempt)")
+    if s.purpose == "eval":
+        table.add_row("purpose", "eval: held out, left out of training snapshots (`spanrl ingest`; "
+                                 "--include-eval keeps them)")
     if s.statuses:
         kept = (f"{_mb(s.output_kept)} kept of {_mb(s.output_bytes)} printed (head and tail of each stream)"
                 if s.output_bytes > s.output_kept else f"{_mb(s.output_bytes)} printed, all kept")
@@ -45,6 +51,11 @@ def print_summary(s: RunSummary, console: Console) -> None:
         console.print(f"[yellow]warning[/]: {len(s.identical_groups)} task(s) got identical responses in every "
                       f"sample ({names}): their group advantage is 0. Sample at a temperature above 0 "
                       "(`spanrl serve --temperature 0.8`, or --temperature with --model).", soft_wrap=True)
+    if s.heldout_runs:
+        console.print(f"[yellow]warning[/]: these tasks are held out: {len(s.heldout_runs)} evaluation run(s) used this "
+                      f"very tasks file ({', '.join(s.heldout_runs[:3])}); these rollouts train on them. Sample "
+                      "training rollouts from other tasks, or add --purpose eval for a baseline", soft_wrap=True,
+                      highlight=False)
     if s.span_errors:
         console.print(f"[yellow]warning[/]: {len(s.span_errors)} runner span(s) not delivered "
                       f"({s.span_errors[0]}) to --otlp {s.otlp} over {s.otlp_protocol}; check the collector "
@@ -78,7 +89,8 @@ def _mb(n: int) -> str:
 def _agent_spans(s: RunSummary) -> str:
     """How many attempts of this invocation sent spans of their own; unknowable with --otlp."""
     if not s.spans_checked:
-        return (f"not checked: spans go to --otlp {s.otlp} ({s.otlp_protocol}), which the runner cannot see; "
+        return (f"not checked: spans go to --otlp or the collector already writing the data root, {s.otlp} "
+                f"({s.otlp_protocol}), which the runner cannot see; "
                 "`spanrl sql` after ingest shows rollouts with only the runner's span")
     counted = s.agent_spans
     missing = len(s.without_agent_spans)

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
+from spanrl.integrity import sha256_file
 from spanrl.layout import latest_adapter_id
 from spanrl.rollout.config import RolloutConfig
 from spanrl.rollout.process import agent_env, otlp_protocol, run_attempt, run_scorer
@@ -32,9 +33,10 @@ from spanrl.rollout.services import (
     gateway_info,
     is_spanrl_serve,
     policy_id,
+    running_collector,
     started_server,
 )
-from spanrl.rollout.spans import attempt_request, new_span_ids, post_spans, traceparent
+from spanrl.rollout.spans import PURPOSE_KEY, attempt_request, new_span_ids, post_spans, traceparent
 from spanrl.rollout.tasks import Task, read_tasks
 
 
@@ -70,6 +72,10 @@ class RunSummary:
     orphans_stopped: list[str] = field(default_factory=list)  # a dead runner's agents stopped before resuming
     gateway: str | None = None  # the policy is a spanrl gateway (its root URL): each attempt gets its own base URL
     attempt_root: str | None = None  # the root of the spanrl serve this run started: per-attempt base URLs too
+    purpose: str | None = None  # eval: held out of training snapshots (--purpose eval)
+    mean_score: float | None = None  # over the scored samples of the whole run (each sample's last scored attempt)
+    n_scored: int = 0
+    heldout_runs: list[str] = field(default_factory=list)  # held-out (eval) runs on these very tasks
 
     @property
     def without_agent_spans(self) -> list[str]:
@@ -98,30 +104,34 @@ class RunSummary:
                 "spans_without_rollout_id": self.spans_without_rollout_id if self.spans_checked else None,
                 "output_bytes": self.output_bytes, "output_kept": self.output_kept,
                 "descendants_killed": self.descendants_killed, "orphans_stopped": self.orphans_stopped,
-                "gateway": self.gateway, "nothing_succeeded": self.nothing_succeeded}
+                "gateway": self.gateway, "nothing_succeeded": self.nothing_succeeded, "purpose": self.purpose,
+                "mean_score": self.mean_score, "n_scored": self.n_scored}
 
 
 @contextlib.contextmanager
 def _endpoints(cfg: RolloutConfig, log_dir: Path, gateway: dict | None = None) -> Iterator[tuple[Otlp, str]]:
     """(where the spans go, policy /v1 URL): the user's, or ones this run starts and stops. A
-    ``spanrl gateway`` writing this data root holds its collector lock: its collector is ours too."""
+    ``spanrl gateway`` or ``spanrl collector`` writing this data root holds its collector lock: its
+    collector is ours too (its URL is in the lock file)."""
     with contextlib.ExitStack() as stack:
         shared = (gateway or {}).get("otlp") if (gateway or {}).get("data") == str(Path(cfg.data).resolve()) else None
         otlp = (Otlp(cfg.otlp, otlp_protocol(cfg.otlp, cfg.otlp_protocol)) if cfg.otlp
-                else Otlp(str(shared)) if shared else stack.enter_context(embedded_collector(cfg.data)))
+                else Otlp(str(shared)) if shared
+                else running_collector(cfg.data) or stack.enter_context(embedded_collector(cfg.data)))
         policy = cfg.policy_url
         if policy is None:
             assert cfg.model is not None  # RolloutConfig guarantees one of the two
             policy = stack.enter_context(started_server(cfg.data, cfg.model, otlp, cfg.temperature,
                                                         cfg.served_model_names, log_dir / "serve.log",
-                                                        cfg.serve_adapter))
+                                                        cfg.serve_adapter, cfg.threads))
         yield otlp, policy
 
 
 def resolve_run_id(cfg: RolloutConfig) -> str:
     """``--run-id``, else a hash of the tasks' content, the agent command and the policy: its URL and
     adapter (``--adapter-id``, else asked from the server), or the started server's model, served
-    names, temperature and adapter."""
+    names, temperature and adapter; ``eval-`` before it for a held-out run (``--purpose eval``, what
+    ``spanrl eval`` runs), so a baseline and a training run of the same agent are two runs."""
     if cfg.run_id:
         return cfg.run_id
     if cfg.policy_url is None:  # the server we start serves adapters/LATEST of this data root
@@ -129,7 +139,8 @@ def resolve_run_id(cfg: RolloutConfig) -> str:
                              "adapter": cfg.adapter_id or _served_adapter(cfg)})
     else:
         policy = json.dumps({"url": cfg.policy_url.rstrip("/"), "adapter": cfg.adapter_id or policy_id(cfg.policy_url)})
-    return derive_run_id(cfg.tasks, policy, cfg.command)
+    run_id = derive_run_id(cfg.tasks, policy, cfg.command)
+    return f"eval-{run_id}" if cfg.purpose == "eval" else run_id  # held out: never the training run's samples
 
 
 def _served_adapter(cfg: RolloutConfig) -> str:
@@ -146,10 +157,13 @@ def run_rollouts(cfg: RolloutConfig, on_plan: Callable[[int], None] | None = Non
     run_id = resolve_run_id(cfg)
     log = RunLog(cfg.data, run_id)
     plan = plan_run(log, tasks, cfg.n, cfg.retries, cfg.retry_failed)
-    summary = RunSummary(run_id, len(tasks), cfg.n, plan.done_ok, plan.done_failed, run_dir=log.dir)
+    summary = RunSummary(run_id, len(tasks), cfg.n, plan.done_ok, plan.done_failed, run_dir=log.dir,
+                         purpose=cfg.purpose)
     info = {"run_id": run_id, "tasks": str(cfg.tasks), "n": cfg.n, "command": cfg.command,
             "policy_url": cfg.policy_url, "model": cfg.model, "served_model_names": cfg.served_model_names,
-            "updated": datetime.now(UTC).isoformat()}
+            "purpose": cfg.purpose, "tasks_sha256": sha256_file(cfg.tasks), "updated": datetime.now(UTC).isoformat()}
+    if cfg.purpose != "eval":
+        summary.heldout_runs = heldout_runs(cfg.data, info["tasks_sha256"], run_id)
     log.write_run(info)
     if on_plan:
         on_plan(len(plan.todo))
@@ -167,6 +181,7 @@ def run_rollouts(cfg: RolloutConfig, on_plan: Callable[[int], None] | None = Non
             summary.agent_spans = {rid: otlp.counts.get(rid) for rid in summary.agent_spans}
             summary.spans_without_rollout_id = otlp.counts.unkeyed
     summary.identical_groups = identical_groups(log, tasks)
+    summary.mean_score, summary.n_scored = mean_score(log, tasks)
     log.write_run({**info, "updated": datetime.now(UTC).isoformat(), "last_invocation": summary.as_dict()})
     return summary
 
@@ -206,7 +221,11 @@ async def _one_attempt(cfg: RolloutConfig, log: RunLog, att: Attempt, otlp: Otlp
     ids = new_span_ids()
     if root := summary.gateway or summary.attempt_root:  # every call of this attempt under its rollout id and our
         policy = f"{root}/r/{quote(att.rollout_id, safe='')}/{traceparent(ids)}/v1"  # span, no help from the agent
-    env = agent_env({**os.environ, **cfg.env}, att, otlp.endpoint, policy, otlp.protocol, run_id=summary.run_id)
+    base = {**os.environ, **cfg.env}
+    if cfg.purpose:  # the agent's own spans say it too (an instrumented agent's rollout has no runner span yet)
+        base["OTEL_RESOURCE_ATTRIBUTES"] = ",".join(
+            a for a in (base.get("OTEL_RESOURCE_ATTRIBUTES", "").strip(","), f"{PURPOSE_KEY}={cfg.purpose}") if a)
+    env = agent_env(base, att, otlp.endpoint, policy, otlp.protocol, run_id=summary.run_id)
     start_ns, end_ns = await run_attempt(att, cfg.command, env, log.log_paths(att.rollout_id), cfg.timeout_s,
                                          cfg.kill_grace_s)
     summary.output_bytes += att.extra.get("stdout_bytes", 0) + att.extra.get("stderr_bytes", 0)
@@ -214,8 +233,8 @@ async def _one_attempt(cfg: RolloutConfig, log: RunLog, att: Attempt, otlp: Otlp
     summary.descendants_killed += att.extra.get("descendants_killed", 0)
     if otlp.counts is not None:  # the process has exited: whatever its SDK flushed is on disk and counted
         att.agent_spans = summary.agent_spans[att.rollout_id] = otlp.counts.get(att.rollout_id)
-    error = await asyncio.to_thread(post_spans, otlp.endpoint, attempt_request(att, summary.run_id, start_ns, end_ns, ids),
-                                    protocol=otlp.protocol)
+    error = await asyncio.to_thread(post_spans, otlp.endpoint, attempt_request(att, summary.run_id, start_ns, end_ns, ids,
+                                                                               cfg.purpose), protocol=otlp.protocol)
     if error:
         summary.span_errors.append(f"{att.rollout_id}: {error}")
     if att.status != OK or not cfg.score:
@@ -249,3 +268,28 @@ def identical_groups(log: RunLog, tasks: list[Task]) -> list[str]:
             outputs[e["task_id"]].add(e["output_sha256"])
             counts[e["task_id"]] += 1
     return [t.task_id for t in tasks if counts[t.task_id] >= 2 and len(outputs[t.task_id]) == 1]
+
+
+def mean_score(log: RunLog, tasks: list[Task]) -> tuple[float | None, int]:
+    """(mean, count) of the run's scores: each sample's last scored ok attempt, of these tasks."""
+    ids = {t.task_id for t in tasks}
+    last: dict[tuple[str, int], float] = {}
+    for e in log.events:
+        if e.get("event") == "end" and e.get("status") == OK and e.get("score") is not None and e["task_id"] in ids:
+            last[(e["task_id"], int(e["sample"]))] = float(e["score"])
+    return (sum(last.values()) / len(last) if last else None), len(last)
+
+
+def heldout_runs(data: Path, tasks_sha256: str, run_id: str) -> list[str]:
+    """The held-out runs (``--purpose eval``, ``spanrl eval``'s) on a tasks file of these very bytes:
+    sampling them again for training trains on the held-out set."""
+    found = []
+    for path in sorted((Path(data) / "runs").glob("*/run.json")):
+        try:
+            info = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if (isinstance(info, dict) and path.parent.name != run_id and info.get("tasks_sha256") == tasks_sha256
+                and (info.get("purpose") == "eval" or path.parent.name.startswith("eval-"))):
+            found.append(path.parent.name)
+    return found

@@ -131,14 +131,31 @@ def embedded_collector(data: Path) -> Iterator[Otlp]:
         loop.close()
 
 
+def running_collector(data: Path) -> Otlp | None:
+    """The collector already writing ``data`` (a ``spanrl gateway``'s, a ``spanrl collector``, another
+    rollout's), found by its lock (collector/lock.py), as where this run's spans go; None when no
+    process holds the root. Its spans are not counted per attempt (another process receives them)."""
+    from spanrl.collector.lock import running_endpoint
+
+    held = running_endpoint(data)
+    if held is None:
+        return None
+    pid, url = held
+    if url is None:
+        raise InputError(f"a collector (pid {pid}) is already writing {Path(data) / 'otel'} and does not say where it "
+                         "listens (an older spanrl); pass its OTLP/HTTP URL with --otlp (e.g. http://127.0.0.1:4318), "
+                         "or stop it, or use another --data")
+    return Otlp(url)
+
+
 @contextlib.contextmanager
 def started_server(data: Path, model: Path, otlp: Otlp, temperature: float | None, served_names: list[str],
-                   log_path: Path, adapter: str | None = None) -> Iterator[str]:
+                   log_path: Path, adapter: str | None = None, threads: int | None = None) -> Iterator[str]:
     """``spanrl serve --model M --adapter LATEST`` (when there is one) on a free port; yields its /v1 URL.
     ``served_names``: the names it answers to (``--served-model-name``, e.g. what an agent hard-codes).
     ``adapter`` (``spanrl eval`` pins a policy): ``base`` serves the base model alone, an adapter id
     that folder of DATA/adapters; None or ``LATEST`` follows LATEST. Its own spans (exact token ids)
-    go to the run's collector."""
+    go to the run's collector. ``threads``: its ``--threads`` (torch CPU threads)."""
     cmd = [sys.executable, "-m", "spanrl", "serve", "--model", str(model), "--data", str(data), "--port", "0"]
     if adapter not in (None, "LATEST", BASE):
         cmd += ["--adapter", str(adapters_dir(data) / adapter)]
@@ -146,6 +163,8 @@ def started_server(data: Path, model: Path, otlp: Otlp, temperature: float | Non
         cmd += ["--adapter", "LATEST"]
     if temperature is not None:
         cmd += ["--temperature", str(temperature)]
+    if threads is not None:
+        cmd += ["--threads", str(threads)]
     for name in served_names:
         cmd += ["--served-model-name", name]
     env = dict(os.environ, **otlp_env(otlp.endpoint, otlp.protocol))

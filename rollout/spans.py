@@ -24,20 +24,23 @@ SERVICE = "spanrl-rollout"
 SCOPE = "spanrl.rollout"  # the instrumentation scope of the runner's own spans
 
 
+PURPOSE_KEY = "spanrl.rollout.purpose"  # eval: held out of training snapshots (transition_base.sql)
 ENDED = "spanrl.rollout.ended"  # _rollout_status.sql: the rollout holding this span is over
 TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
 def attempt_request(att: Attempt, run_id: str, start_ns: int, end_ns: int,
-                    ids: tuple[bytes, bytes] | None = None) -> ExportTraceServiceRequest:
+                    ids: tuple[bytes, bytes] | None = None, purpose: str | None = None) -> ExportTraceServiceRequest:
     """One ``spanrl.rollout`` span for ``att`` (a root span of its own trace), sent after its process
     exited; ``spanrl.rollout.agent_spans`` is how many spans the agent sent, when the runner could
     count them (its embedded collector). ``ids`` (trace id, span id): chosen before the attempt ran,
-    when a gateway parented the attempt's calls to this span (``new_span_ids``); else random."""
+    when a gateway parented the attempt's calls to this span (``new_span_ids``); else random.
+    ``purpose`` (``eval``): the resource's ``spanrl.rollout.purpose``, which keeps the rollout out of
+    training snapshots even when only a gateway or server recorded its calls (the agent sent no span)."""
     req = ExportTraceServiceRequest()
     rs = req.resource_spans.add()
-    for key, value in (("service.name", SERVICE), ("spanrl.rollout_id", att.rollout_id),
-                       ("spanrl.task_id", att.task.task_id)):
+    resource = [("service.name", SERVICE), ("spanrl.rollout_id", att.rollout_id), ("spanrl.task_id", att.task.task_id)]
+    for key, value in resource + ([(PURPOSE_KEY, purpose)] if purpose else []):
         rs.resource.attributes.add(key=key).value.string_value = value
     ss = rs.scope_spans.add()
     ss.scope.name = SCOPE

@@ -80,11 +80,17 @@ def test_no_policy_says_what_to_pass(tmp_path: Path) -> None:
         _config(tmp_path, policy_url=None)
 
 
-def test_a_second_collector_on_the_data_root_is_refused(tmp_path: Path) -> None:
+def test_a_collector_already_on_the_data_root_gets_the_spans(tmp_path: Path) -> None:
+    """Issue 41: beside a running collector (a gateway's) the run sends there instead of failing; one
+    that holds the root without saying where it listens (an older spanrl) is an error naming --otlp."""
+    from spanrl.collector.lock import CollectorLock
     from spanrl.rollout.services import embedded_collector
 
-    with embedded_collector(tmp_path / "data"), pytest.raises(InputError, match="already writing"):
-        run_rollouts(_config(tmp_path))
+    with embedded_collector(tmp_path / "data") as running:
+        summary = run_rollouts(_config(tmp_path, retries=0, timeout_s=0.5))
+    assert summary.otlp == running.endpoint and not summary.span_errors and not summary.spans_checked
+    with CollectorLock(tmp_path / "data"), pytest.raises(InputError, match="already writing .* --otlp"):
+        run_rollouts(_config(tmp_path, run_id="r2"))
 
 
 def test_extra_env_reaches_the_agent_but_the_runner_variables_win(tmp_path: Path) -> None:
