@@ -23,11 +23,12 @@ REWRITE = ("The agent's system prompt is:\n<prompt>\n{prompt}\n</prompt>\n\nA cr
 
 
 def demonstrations(prompt: str, examples: list[Example], exclude_inputs: set[str], k: int) -> str | None:
-    """``prompt`` + the ``k`` highest-reward rollouts whose task is not one being scored (no answer of
-    a scored task leaks into its prompt); None when there is none."""
+    """``prompt`` + the ``k`` highest-reward rollouts (reward above 0) whose task is not one being scored
+    (no answer of a scored task leaks into its prompt); None when there is none."""
     seen, picked = set(), []
     for e in sorted(examples, key=lambda e: (-e.reward, e.rollout_id)):
-        if e.input.strip() in exclude_inputs or e.task_id in exclude_inputs or e.input in seen or not e.answer:
+        if (e.reward <= 0 or e.input.strip() in exclude_inputs or e.task_id in exclude_inputs or e.input in seen
+                or not e.answer):  # a failure is no example to follow
             continue
         seen.add(e.input)
         picked.append(e)

@@ -75,7 +75,9 @@ def agent_examples(data: Path, agent: str, sha: str | None = None) -> list[Examp
     from spanrl.query import connect
 
     con = connect(Path(data), stage2=True)
-    rows = con.execute(SQL.read("agent_rollouts"), {"agent": agent, "sha": sha}).fetch_arrow_table().to_pylist()
+    cursor = con.execute(SQL.read("agent_rollouts"), {"agent": agent, "sha": sha})
+    names = [d[0] for d in cursor.description]
+    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     out = []
     for r in rows:
         try:
