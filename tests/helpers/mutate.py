@@ -106,7 +106,7 @@ def _hexid(seed: str, n_bytes: int) -> str:
 
 
 ROLLOUT_KEYS = {"spanrl.rollout_id", "agentlightning.rollout_id", "spanrl.task_id", "session.id"}
-ID_TOKENS = re.compile(r"(chatcmpl-[A-Za-z0-9_-]+|call_[A-Za-z0-9_]+|toolu_[A-Za-z0-9]+|resp_[A-Za-z0-9]+|"
+ID_TOKENS = re.compile(r"(?<![A-Za-z0-9_])(chatcmpl-[A-Za-z0-9_-]+|call_[A-Za-z0-9_]+|toolu_[A-Za-z0-9]+|resp_[A-Za-z0-9]+|"
                        r"msg_[A-Za-z0-9]+|r-[A-Za-z0-9_.,-]+|rollout-[A-Za-z0-9_-]+)")
 
 

@@ -107,3 +107,16 @@ def test_the_night_says_what_it_could_not_read(lake) -> None:
     assert "snapshot: written" in out
     assert "OPENINFERENCE_HIDE_INPUTS" in out  # the hidden mix's calls, with the switch that hid them
     assert "Traceback" not in out
+
+
+def test_every_record_of_a_request_names_its_response_id(lake) -> None:
+    """LangGraph (langgraph-react): OpenInference LangChain keeps the response id only inside LangChain's output
+    (``llm_output.id``). Read, it ties that record to the server's span of the request (another trace, another
+    process) by id; unread, a request served by ``spanrl serve`` was two rows when content alone could not pair
+    them (seen on a live run with SmolLM2: 10 rows for 9 requests)."""
+    con, _ = lake
+    ids, _ = _expected("langgraph-react")
+    rows = _rows(con, "SELECT c.response_id FROM llm_calls_openinference AS c JOIN spans AS s USING (trace_id, span_id) "
+                      "WHERE s.service_name = 'langgraph-react'")
+    got = [r["response_id"] for r in rows]  # OpenInference LangChain's and OpenInference OpenAI's records
+    assert None not in got and sorted(set(got)) == ids and len(got) == 2 * len(ids), got

@@ -27,5 +27,6 @@ SELECT trace_id, span_id, 'langsmith' AS convention,
        chat_tools(coalesce(json_extract(pj, '$.tools'), json_extract(a, '$."gen_ai.tool.definitions"'))) AS tools,
        coalesce(json_extract_string(cj, '$.choices[0].finish_reason'),
                 json_extract_string(cj, '$.generations[0][0].generation_info.finish_reason')) AS finish_reason,
+       output_response_id(cj) AS response_id,
        4 AS priority
 FROM norm

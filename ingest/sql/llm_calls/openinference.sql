@@ -26,7 +26,7 @@ SELECT trace_id, span_id, 'openinference' AS convention,
        try_cast(json_extract(a, '$."llm.token_count.prompt"') AS BIGINT) AS input_tokens,
        try_cast(json_extract(a, '$."llm.token_count.completion"') AS BIGINT) AS output_tokens,
        try_cast(json_extract(json_or_text(json_extract(a, '$."llm.invocation_parameters"')), '$.temperature') AS DOUBLE) AS temperature,
-       json_extract_string(json_or_text(json_extract(a, '$."output.value"')), '$.id') AS response_id,
+       output_response_id(json_or_text(json_extract(a, '$."output.value"'))) AS response_id,
        -- after the body's row (payload.sql, 6) when flattening lost tool-call ids or the system prompt
        CASE WHEN openinference_lossy(CAST(a AS VARCHAR)) THEN 7 ELSE 3 END AS priority
 FROM msgs

@@ -187,7 +187,8 @@ SELECT b.trace_id, b.span_id, 'payload' AS convention, b.source AS payload_sourc
        try_cast(coalesce(json_extract(b.usage_j, '$.output'), json_extract(b.usage_j, '$.output_tokens'),
                          json_extract(b.usage_j, '$.completion_tokens'), resp(b.r, '$.usage.completion_tokens'), resp(b.r, '$.usage.output_tokens'), resp(b.r, '$.usage_metadata.candidates_token_count'), resp(b.r, '$.usageMetadata.candidatesTokenCount')) AS BIGINT) AS output_tokens,
        try_cast(coalesce(json_extract(b.params_j, '$.temperature'), req(b.q, '$.temperature'), req(b.q, '$.config.temperature'), req(b.q, '$.generationConfig.temperature'), req(b.q, '$.generation_config.temperature')) AS DOUBLE) AS temperature,
-       json_extract_string(coalesce(resp(b.r, '$.id'), resp(b.r, '$.response_id'), resp(b.r, '$.responseId')), '$') AS response_id,
+       json_extract_string(coalesce(resp(b.r, '$.id'), resp(b.r, '$.response_id'), resp(b.r, '$.responseId'),
+                                   resp(b.r, '$.llm_output.id'), resp(b.r, '$.generations[0][0].message.kwargs.response_metadata.id')), '$') AS response_id,
        b.priority
 FROM parsed AS b
 LEFT JOIN lists AS l ON l.trace_id = b.trace_id AND l.span_id = b.span_id

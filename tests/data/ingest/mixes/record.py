@@ -56,6 +56,12 @@ SCENARIOS = {
     "content-hidden": ([INSTRUMENT, PY, str(AGENTS / "tool_loop_agent.py")],
                             {**HIDDEN, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"},
                             [ADD, "The answer is 5."]),
+    # LangGraph's ReAct agent (examples/langgraph_agent, unmodified): ChatOpenAI runs in LangGraph's worker
+    # thread, so the OpenAI instrumentations' spans may land in a trace of their own, apart from OpenInference
+    # LangChain's record of the same request, which names the response id only inside LangChain's output
+    "langgraph-react": ([INSTRUMENT, PY, str(ROOT / "examples" / "langgraph_agent" / "agent.py")],
+                        {**LATEST, "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"},
+                        [[{"name": "calculator", "arguments": {"expression": "2 + 3"}}], "5"]),
     # Pydantic AI traced by Logfire's OpenTelemetry (no opentelemetry-instrument: Logfire is the tracer)
     "pydantic-ai-logfire": ([PY, str(AGENTS / "logfire_agent.py")], {}, [ADD, "The answer is 5."]),
 }

@@ -1,0 +1,90 @@
+"""Issue 41's acceptance on the zero-code path: the repository's framework examples, unmodified
+(``examples/langgraph_agent``: LangGraph's ReAct agent; ``examples/agents_sdk_agent``: the OpenAI Agents
+SDK's triage → math handoff), run by ``spanrl rollout --model`` under ``opentelemetry-instrument`` with every
+installed instrumentor, then one ``spanrl ingest`` and one ``spanrl train``.
+
+What a user saw before: LangGraph runs ``ChatOpenAI`` off the OTel context, so the OpenAI instrumentations'
+spans of a request sit in a trace of their own, OpenInference LangChain's record of it in the agent's trace,
+and the server's span in the attempt's trace. OpenInference LangChain names the response id only inside
+LangChain's output (``llm_output.id``), which was not read, so its record could not be tied to the server's:
+each request became two rows, two transitions, one of them without the engine's token ids.
+
+Checked here, on the tiny random model (the capture, not the agents' luck): every request the server
+answered is one ``llm_calls`` row with its token ids, one transition with ``token_source = engine``, and
+``spanrl train`` trains on every one of them (nothing skipped).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from spanrl.cli import cli
+from tests.helpers.tiny_model import make_tiny_model
+
+ROOT = Path(__file__).resolve().parents[2]
+INSTRUMENT = shutil.which("opentelemetry-instrument", path=str(Path(sys.executable).parent))
+AGENTS = ("langgraph_agent", "agents_sdk_agent")
+USER_ENV = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY", "OTEL_SERVICE_NAME": "calc-agents"}
+
+pytestmark = pytest.mark.skipif(INSTRUMENT is None, reason="opentelemetry-distro not installed (dev extra)")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("framework-agents")
+    model = make_tiny_model(root / "tiny")
+    data = root / "data"
+    tasks = root / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"task_id": agent, "input": "Sam has 15 pens and gets 8 more. How many?",
+                                         "expected": "23"}) + "\n" for agent in AGENTS))
+    cmd = [sys.executable, "-m", "spanrl", "rollout", "--data", str(data), "--tasks", str(tasks), "--n", "2",
+           "--model", str(model), "--served-model-name", "gpt-4o-mini", "--retries", "0", "--timeout", "300s",
+           "--score", f"{sys.executable} {ROOT / 'examples' / 'score_number.py'}",
+           "--", INSTRUMENT, sys.executable, f"{ROOT / 'examples'}/{{task_id}}/agent.py"]
+    rollout = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, **USER_ENV})
+    assert rollout.returncode == 0, rollout.stdout[-3000:] + rollout.stderr[-3000:]
+    ingest = CliRunner().invoke(cli, ["ingest", "--data", str(data), "--settle", "0s"])
+    assert ingest.exit_code == 0, ingest.output
+    return data, model
+
+
+def _query(data: Path, sql: str) -> list[dict]:
+    from spanrl.query import connect, run_query
+
+    return run_query(data, sql, connect(data)).to_pylist()
+
+
+def test_every_served_request_is_one_row_with_the_engines_ids(run) -> None:
+    data, _ = run
+    served = _query(data, "SELECT count(*) AS n FROM spans WHERE scope_name = 'spanrl.serve'")[0]["n"]
+    rows = _query(data, "SELECT service_name, prompt_token_ids IS NOT NULL AND response_token_ids IS NOT NULL AS ids, "
+                        "len(merged_spans) AS merged FROM llm_calls")
+    assert served >= 4 and len(rows) == served, rows  # each attempt asked at least once
+    assert all(r["ids"] for r in rows), rows
+    assert all(r["merged"] >= 2 for r in rows), rows  # the server and the agent's instrumentations, one row
+
+
+def test_one_engine_transition_per_request_and_train_uses_them_all(run) -> None:
+    from spanrl.transitions import read_snapshot
+
+    data, model = run
+    served = _query(data, "SELECT count(*) AS n FROM spans WHERE scope_name = 'spanrl.serve'")[0]["n"]
+    table, _ = read_snapshot(data)
+    sources = table.column("token_source").to_pylist()
+    assert len(sources) == served and set(sources) == {"engine"}, sources
+    res = CliRunner().invoke(cli, ["train", "--data", str(data), "--model", str(model), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    latest = (data / "adapters" / "LATEST").read_text().strip()
+    state = json.loads((data / "adapters" / latest / "training_state.json").read_text())
+    assert state["data"]["engine"] == served and state["data"]["rows"] == served, state["data"]
+    assert not any(state["data"].get(k) for k in ("template_error", "template_mismatch", "bad_token_ids", "empty",
+                                                   "no_prompt")), state["data"]
