@@ -15,6 +15,7 @@ import contextlib
 import json
 import math
 import random
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,10 +116,9 @@ def _halve(scorer: Scorer, pool: list[str], n: int, reserve: int) -> list[str]:
         survivors = sorted(survivors, key=lambda v: -(scorer.scores[(v, "train")].mean or 0.0))
         survivors = survivors[:math.ceil(len(survivors) / 2)]
         n *= 2
-        if not all(scorer.affordable(v, "train", n, reserve) for v in survivors):
+        if scorer.fit(survivors, "train", n, reserve) != survivors:
             break
-        for v in survivors:
-            scorer.score(v, "train", n)
+        scorer.score_all(survivors, "train", n)
     return survivors
 
 
@@ -131,10 +131,12 @@ def optimize(cfg: OptimizeConfig) -> dict[str, Any]:
     splits = {"train": work / "train.jsonl", "validation": work / "validation.jsonl"}
     for name, part in (("train", train), ("validation", val)):
         splits[name].write_text("".join(json.dumps(t.line) + "\n" for t in part))
+    started = time.monotonic()
     examples = agent_examples(cfg.data, cfg.agent)
     current = current_prompt(cfg, examples)
     if not examples:
         examples = agent_examples(cfg.data, cfg.agent, current.meta.get("original_sha256"))
+    print(f"spanrl prompts optimize: read the lake in {time.monotonic() - started:.1f} s", flush=True)
     reserve = 2 * len(val) * cfg.n  # the final paired comparison on the validation split
     if cfg.budget_rollouts < reserve + 2 * len(train) * cfg.n:
         raise InputError(f"--budget-rollouts {cfg.budget_rollouts}: scoring the current prompt and one candidate on "
@@ -164,8 +166,7 @@ def _search(cfg: OptimizeConfig, scorer: Scorer, current: PromptVersion, example
         staged[v.version] = v
     print(f"spanrl prompts optimize: agent {cfg.agent!r}, current version {current.version}, "
           f"{len(examples)} rewarded rollout(s) in the lake", flush=True)
-    scorer.score(current.version, "train", cfg.n)
-    parents, new = [current], list(staged)
+    parents, new, first = [current], list(staged), [current.version]
     for round_ in range(cfg.rounds):
         if optimizer is not None:
             for parent in parents:
@@ -178,9 +179,8 @@ def _search(cfg: OptimizeConfig, scorer: Scorer, current: PromptVersion, example
                     if v.version not in staged and v.version != current.version:
                         staged[v.version] = v
                         new.append(v.version)
-        for v in new:
-            if scorer.affordable(v, "train", cfg.n, reserve):
-                scorer.score(v, "train", cfg.n)
+        scorer.score_all(scorer.fit([*first, *new], "train", cfg.n, reserve), "train", cfg.n)
+        first = []
         pool = [v for v in staged if (v, "train") in scorer.scores]
         beam = _halve(scorer, pool, cfg.n, reserve)[:cfg.beam] if pool else []
         parents, new = [staged[v] for v in beam], []
@@ -207,7 +207,7 @@ def _decide(cfg: OptimizeConfig, scorer: Scorer, current: PromptVersion, staged:
     if (scorer.scores[(best, "train")].mean or 0.0) <= (cur_train.mean or 0.0):
         report["verdict"] = "not better on the train split"
     else:
-        cur_val, best_val = scorer.score(current.version, "validation", cfg.n), scorer.score(best, "validation", cfg.n)
+        cur_val, best_val = scorer.score_all([current.version, best], "validation", cfg.n)
         try:
             comparison = compare(cur_val.rewards, best_val.rewards, cfg.level, RESAMPLES, SEED)
         except ValueError as exc:

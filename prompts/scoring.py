@@ -100,23 +100,43 @@ class Scorer:
         have = self.scores.get((version, split))
         return self.tasks[split] * max(0, n - (have.n if have else 0))
 
-    def affordable(self, version: str, split: str, n: int, reserve: int = 0) -> bool:
-        return self.used + self.cost(version, split, n) + reserve <= self.budget
+    def fit(self, versions: list[str], split: str, n: int, reserve: int = 0) -> list[str]:
+        """The versions, in order, whose runs fit the budget together (``reserve`` kept for later)."""
+        out, planned = [], self.used + reserve
+        for v in versions:
+            if planned + self.cost(v, split, n) <= self.budget:
+                out.append(v)
+                planned += self.cost(v, split, n)
+        return out
 
-    def score(self, version: str, split: str, n: int) -> Score:
+    def score(self, version: str, split: str, n: int, concurrency: int | None = None) -> Score:
         cost = self.cost(version, split, n)
         cfg = EvalConfig(**{**self.base.__dict__, "tasks": self.splits[split], "n": n,
+                            "concurrency": concurrency or self.base.concurrency,
                             "policies": [pinned_url(self.root, self.agent, version)]})
         rc = rollout_config(cfg, cfg.policies[0])
+        started = time.monotonic()
         summary = run_rollouts(rc)
         self.used += cost
         score = Score(version, split, n, sample_rewards(self.base.data, summary.run_id), summary.run_id)
         self.scores[(version, split)] = score
         mean = score.mean
         print(f"  version {version} on {split}: {'no scored sample' if mean is None else f'mean reward {mean:.3f}'} "
-              f"({sum(len(v) for v in score.rewards.values())} samples, {self.used}/{self.budget} of the budget)",
+              f"({sum(len(v) for v in score.rewards.values())} samples, {time.monotonic() - started:.1f} s, "
+              f"{self.used}/{self.budget} of the budget)",
               flush=True)
         return score
+
+    def score_all(self, versions: list[str], split: str, n: int) -> list[Score]:
+        """Several versions at once (one run each, in threads sharing ``concurrency``): the slow part of
+        a run is its agent processes, not this process."""
+        if len(versions) <= 1:
+            return [self.score(v, split, n) for v in versions]
+        from concurrent.futures import ThreadPoolExecutor
+
+        share = max(1, self.base.concurrency // len(versions))
+        with ThreadPoolExecutor(len(versions)) as pool:
+            return list(pool.map(lambda v: self.score(v, split, n, share), versions))
 
     def rollout_ids(self, version: str) -> list[str]:
         """The rollouts a version was scored on (every split), for its meta.json."""
