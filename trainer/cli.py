@@ -15,7 +15,7 @@ from spanrl.trainer.config import TrainConfig  # light: no torch
 
 # the flags are TrainConfig's fields (spanrl.config.click_options): default, choices and help live there
 TRAIN_FLAGS = ("loss_agg", "lr", "lr_schedule", "epochs", "rollouts_per_step", "tokens_per_batch", "max_prompt_tokens",
-               "max_response_tokens", "is_cap", "clip_eps", "clip_eps_high", "kl_coef", "sft_min_return", "sft_top_k",
+               "max_response_tokens", "is_cap", "clip_eps", "clip_eps_high", "kl_coef", "max_kl", "sft_min_return", "sft_top_k",
                "grad_clip", "lora_r", "lora_alpha", "gradient_checkpointing", "merge_calls", "seed", "fresh", "retrain",
                "new_only", "keep_adapters", "report_to", "agent")
 
@@ -62,6 +62,12 @@ def train(data: Path, config_file: Path | None, notify: str | None, no_progress:
         f"loss {result.loss:.4f}, {result.seconds:.1f}s -> {result.folder}"
     )
     click.echo(f"rows {s.rows}: engine {s.engine}, text {s.text}, skipped {s.skipped} ({s.summary()})")
+    if result.guard.get("rolled_back"):
+        g = result.guard
+        tripped = ", ".join(f"step {r['step']} KL {r['kl']:.3g}" for r in g["rolled_back"][:5])
+        more = ", ..." if len(g["rolled_back"]) > 5 else ""
+        click.echo(f"guard: rolled back {g['rolled_back_steps']} of {g['steps']} steps whose KL to the cycle start "
+                   f"exceeded --max-kl {g['max_kl']:g} ({tripped}{more}); lower --lr if most steps trip", err=True)
     if no_promote:
         click.echo(f"candidate {result.cycle_id}: adapters/LATEST unchanged; `spanrl adapters promote {result.cycle_id}` makes it LATEST")
     if cfg.keep_adapters is not None:

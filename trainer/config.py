@@ -34,7 +34,7 @@ class TrainConfig:
     > Parameters that control the data: ``snapshot``, ``max_prompt_tokens``, ``max_response_tokens``,
     ``sft_min_return``, ``sft_top_k``.
     > Parameters that control the objective: ``loss``, ``loss_agg``, ``is_cap``, ``clip_eps``,
-    ``clip_eps_high``, ``kl_coef``.
+    ``clip_eps_high``, ``kl_coef``, ``max_kl`` (the update guard).
     > Parameters that control optimisation: ``lr``, ``lr_schedule``, ``epochs``, ``rollouts_per_step``,
     ``tokens_per_batch``, ``grad_clip``, ``gradient_checkpointing``, ``merge_calls``, ``seed``.
     > Parameters that control the adapter: ``lora_r``, ``lora_alpha`` (targets: all linear layers but
@@ -53,18 +53,20 @@ class TrainConfig:
     loss_agg: str = knob("rollout", "rollout: every rollout weighs the same whatever its number of calls; "
                          "sequence: every call weighs the same; token: every response token weighs the same.",
                          choices=AGG_CHOICES)
-    lr: float | None = knob(None, "Learning rate (default 2e-5 for pg/ppo, 2e-4 for sft).")
+    lr: float | None = knob(None, "Learning rate (default 3e-4 for pg/ppo, 2e-4 for sft).")
     lr_schedule: str = knob("constant", "Learning-rate schedule (cosine: 5% warmup, counted in rollouts).",
                             choices=SCHEDULE_CHOICES)
     epochs: int | None = knob(None, "Passes over the snapshot (default 1; 2 for ppo).")
-    rollouts_per_step: int = knob(8, "Rollouts per optimizer step (steps count rollouts).")
+    rollouts_per_step: int = knob(4, "Rollouts per optimizer step (steps count rollouts).")
     tokens_per_batch: int = knob(4096, "Micro-batch budget in padded tokens (grad accumulation).")
     max_prompt_tokens: int = knob(2048, "Prompts longer than this lose their start.")
     max_response_tokens: int = knob(1024, "Responses longer than this lose their end.")
     is_cap: float = knob(2.0, "Truncation cap of the importance weight pi/mu (pg, ppo).")
     clip_eps: float = knob(0.2, "PPO lower clip: ratio >= 1 - eps.")
     clip_eps_high: float = knob(0.28, "PPO upper clip: ratio <= 1 + eps_high.")
-    kl_coef: float = knob(0.0, "Weight of the k3 KL to the base (adapter disabled); 0 = off.")
+    kl_coef: float = knob(0.05, "Weight of the k3 KL to the base (adapter disabled); 0 = off.")
+    max_kl: float = knob(1.0, "Update guard: roll back an optimizer step after which the policy's mean per-token KL "
+                         "to the policy at cycle start, on the step's tokens, exceeds this (0 = off).")
     sft_min_return: float | None = knob(None, "sft keeps calls with return >= this.")
     sft_top_k: int | None = knob(None, "sft keeps the k best rollouts of each task.")
     grad_clip: float = knob(1.0, "Clip the global grad norm to this (0 = off).")
@@ -111,8 +113,8 @@ class TrainConfig:
             raise InputError(
                 f"--clip-eps must be in (0, 1) and --clip-eps-high > 0, got {self.clip_eps}, {self.clip_eps_high}"
             )
-        if self.kl_coef < 0 or self.grad_clip < 0:
-            raise InputError("--kl-coef and --grad-clip must be >= 0; set 0 to turn them off")
+        if self.kl_coef < 0 or self.grad_clip < 0 or self.max_kl < 0:
+            raise InputError("--kl-coef, --grad-clip and --max-kl must be >= 0; set 0 to turn them off")
         if self.sft_top_k is not None and self.sft_top_k < 1:
             raise InputError(f"--sft-top-k must be >= 1, got {self.sft_top_k}")
         if self.loss != "sft" and (self.sft_top_k is not None or self.sft_min_return is not None):
@@ -136,7 +138,7 @@ class TrainConfig:
 
     @property
     def resolved_lr(self) -> float:
-        return self.lr if self.lr is not None else (2e-4 if self.loss == "sft" else 2e-5)
+        return self.lr if self.lr is not None else (2e-4 if self.loss == "sft" else 3e-4)
 
     @property
     def resolved_epochs(self) -> int:

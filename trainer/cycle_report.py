@@ -19,6 +19,9 @@ def write_cycle_report(path: Path, metrics: list[dict[str, Any]], cycles: list[d
     ax_loss.plot(steps, [m["loss"] for m in metrics], marker="o", ms=3, label="loss")
     if any("kl" in m for m in metrics):
         ax_loss.plot(steps, [m.get("kl", 0.0) for m in metrics], ls="--", label="KL")
+    undone = [m for m in metrics if m.get("rolled_back")]
+    if undone:  # steps the update guard rolled back (--max-kl)
+        ax_loss.plot([m["step"] for m in undone], [m["loss"] for m in undone], "rx", label="rolled back")
     ax_loss.set_xlabel("step")
     ax_loss.set_title("training loss")
     ax_loss.legend()

@@ -9,10 +9,15 @@ backward recomputes one ``chunk x V`` block at a time instead of keeping them al
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
+
+from spanrl.trainer.data import Sequence, bucket_by_tokens, collate
+from spanrl.trainer.distributed import all_reduce_cpu
 
 CHUNK_ELEMENTS = 1 << 25  # logits per chunk: 128 MiB in float32
 MIN_CHUNK_ROWS = 256
@@ -74,3 +79,35 @@ def response_logprobs(
         else:
             out.append(_head_logp(h, t, head, it))
     return torch.cat(out) if out else picked.new_zeros(0)
+
+
+def batch_logprobs(model: nn.Module, seqs: list[Sequence], idx: list[int], pad_id: int, device: torch.device,
+                   autocast: Any, weights: dict[int, list[float]] | None = None) -> tuple[Tensor, dict[str, Tensor]]:
+    """One micro-batch through the model: its response log-probs (float32, flat) and the collated
+    tensors on ``device``. One function for the training forward, the no-grad passes at cycle start
+    and the update guard's measurement, so all three score the same tokens the same way."""
+    b = {k: v.to(device) for k, v in collate(seqs, idx, pad_id, weights).items()}
+    with autocast():
+        logp = response_logprobs(model, b["input_ids"], b["attention_mask"], b["pos_b"], b["pos_t"], b["targets"],
+                                 inv_temperature=b["inv_temperature"])
+    return logp.float(), b
+
+
+def sequence_logprobs(model: nn.Module, seqs: list[Sequence], budget: int, pad_id: int, device: torch.device,
+                      rank: int, world: int, autocast: Any) -> list[Tensor]:
+    """Per-sequence response log-probs under the current weights, no grad; ranks split the work."""
+    offsets = [0]
+    for s in seqs:
+        offsets.append(offsets[-1] + s.n_response)
+    flat = torch.zeros(offsets[-1], dtype=torch.float32)
+    batches = bucket_by_tokens({i: len(s.ids) for i, s in enumerate(seqs)}, budget)
+    with torch.no_grad():
+        for idx in batches[rank::world]:
+            logp, pos = batch_logprobs(model, seqs, idx, pad_id, device, autocast)[0].cpu(), 0
+            for i in idx:
+                n = seqs[i].n_response
+                flat[offsets[i] : offsets[i] + n] = logp[pos : pos + n]
+                pos += n
+    if world > 1:
+        all_reduce_cpu(torch, flat, device)  # each position was filled by exactly one rank
+    return [flat[offsets[i] : offsets[i + 1]] for i in range(len(seqs))]

@@ -61,6 +61,8 @@ class StepProgress:
     def advance(self, row: dict[str, Any]) -> None:
         if self.bar is not None:
             info = f"loss {row['loss']:.4f}  {row['tokens_per_s']:.0f} tok/s"
+            if row.get("rolled_back"):  # the update guard undid this step (--max-kl)
+                info += f"  rolled back (KL {row['kl_start']:.3g})"
             self.bar.update(self.task, advance=1, info=info)
 
     def close(self) -> None:

@@ -2,10 +2,11 @@
 
 load (snapshot rows, parent adapter, tokenizer, sequences, base model + LoRA)
 -> log-probs at cycle start (what the loss declares it needs: pi_old, the reference for KL)
--> loop over steps (lr, micro-batches forward/backward, all-reduce, clip, step, zero_grad, log)
+-> loop over steps (lr, micro-batches forward/backward, all-reduce, clip, step, zero_grad, update guard, log)
 -> save (adapter, training_state.json, metrics.jsonl, report.png, LATEST, cycles.jsonl) -> notify.
 
-Data-parallel plumbing is in ``distributed.py``; what a step logs is in ``step_log.py``.
+Data-parallel plumbing is in ``distributed.py``; what a step logs is in ``step_log.py``; the update guard
+(``--max-kl``: a step that moves the policy too far from the cycle start is rolled back) in ``guard.py``.
 """
 
 from __future__ import annotations
@@ -36,16 +37,7 @@ from spanrl.trainer.adapter import (
     trained_rollout_ids,
 )
 from spanrl.trainer.config import TrainConfig
-from spanrl.trainer.data import (
-    DataStats,
-    Sequence,
-    bucket_by_tokens,
-    build_sequences,
-    collate,
-    merge_trajectories,
-    plan_steps,
-    select_sft,
-)
+from spanrl.trainer.data import DataStats, build_sequences, merge_trajectories, plan_steps, select_sft
 from spanrl.trainer.distributed import (
     all_reduce_cpu,
     all_reduce_grads,
@@ -53,7 +45,8 @@ from spanrl.trainer.distributed import (
     init_distributed,
     weights_digest,
 )
-from spanrl.trainer.logprobs import response_logprobs
+from spanrl.trainer.guard import UpdateGuard, step_kl
+from spanrl.trainer.logprobs import batch_logprobs, sequence_logprobs
 from spanrl.trainer.losses import LOSSES, LossInputs, LossParams
 from spanrl.trainer.step_log import StepProgress, accumulate, metrics_row, new_sums
 from spanrl.trainer.tracking import Tracker, finish_trackers, log_step, start_trackers
@@ -71,6 +64,7 @@ class TrainResult:
     stats: DataStats
     weights_sha256: str
     warnings: list[str] = field(default_factory=list)
+    guard: dict[str, Any] = field(default_factory=dict)  # UpdateGuard.summary: steps rolled back (--max-kl)
 
 
 class AlreadyTrained(Exception):
@@ -124,11 +118,14 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True, pr
     model = load_policy(torch, cfg, inputs, device)
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if device.type == "cuda" else nullcontext
 
-    # ---- log-probs at cycle start: pi_old (losses that declare it) and the reference (KL)
+    # ---- log-probs at cycle start: pi_old (losses that declare it, and the update guard) and the reference (KL)
     def logprobs_now() -> list[Any]:
-        return _sequence_logprobs(torch, model, seqs, cfg.tokens_per_batch, pad_id, device, rank, world, autocast)
+        return sequence_logprobs(model, seqs, cfg.tokens_per_batch, pad_id, device, rank, world, autocast)
 
-    old = logprobs_now() if spec.old_logp else None
+    def policy_logp(idx: list[int]) -> Any:  # the update guard's measurement after a step
+        return batch_logprobs(model, seqs, idx, pad_id, device, autocast)[0]
+
+    old = logprobs_now() if spec.old_logp or cfg.max_kl > 0 else None
     ref = None
     if cfg.kl_coef > 0:
         with model.disable_adapter():
@@ -137,6 +134,8 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True, pr
     # ---- loop
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.resolved_lr, betas=(0.9, 0.99), weight_decay=0.0)
+    guard = UpdateGuard(torch, params, opt, cfg.max_kl)
+    reduce = (lambda t: all_reduce_cpu(torch, t, device)) if world > 1 else None
     loss_params = LossParams(cfg.is_cap, cfg.clip_eps, cfg.clip_eps_high, cfg.kl_coef)
     total_rollouts, done_rollouts, response_tokens = sum(s.n_rollouts for s in steps), 0, 0
     metrics: list[dict[str, Any]] = []
@@ -148,12 +147,9 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True, pr
             group["lr"] = lr
         sums, maxes = new_sums(torch)
         for idx in step.batches[rank::world]:
-            b = {k: v.to(device) for k, v in collate(seqs, idx, pad_id, step.weights).items()}
-            with autocast():
-                logp = response_logprobs(model, b["input_ids"], b["attention_mask"], b["pos_b"], b["pos_t"], b["targets"],
-                                         inv_temperature=b["inv_temperature"])
+            logp, b = batch_logprobs(model, seqs, idx, pad_id, device, autocast, step.weights)
             x = LossInputs(
-                logp=logp.float(), advantage=b["advantage"], weight=b["weight"], behaviour_logp=b["behaviour_logp"],
+                logp=logp, advantage=b["advantage"], weight=b["weight"], behaviour_logp=b["behaviour_logp"],
                 old_logp=torch.cat([old[i] for i in idx]).to(device) if old is not None else None,
                 ref_logp=torch.cat([ref[i] for i in idx]).to(device) if ref is not None else None,
             )
@@ -162,12 +158,14 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True, pr
             accumulate(sums, maxes, float(loss.detach()), int(logp.numel()), m)
         all_reduce_grads(torch, params, sums, maxes, world)
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip if cfg.grad_clip > 0 else float("inf"))
+        guard.save()
         opt.step()
         opt.zero_grad(set_to_none=True)
+        verdict = guard.check(n + 1, step_kl(torch, policy_logp, step.batches[rank::world], old, reduce)) if guard.on else {}
         done_rollouts += step.n_rollouts
         response_tokens += int(sums[1])
         row = metrics_row(n, lr, step.n_rollouts, float(grad_norm), sums, maxes, time.time() - t_step,
-                          time.process_time() - cpu_step)
+                          time.process_time() - cpu_step) | verdict
         metrics.append(row)
         log_step(trackers, row["step"], row)
         bar.advance(row)
@@ -176,9 +174,11 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True, pr
     # ---- save (rank 0), then tell the server
     digest = weights_digest(torch, model, world)
     mean_loss = sum(r["loss"] for r in metrics) / len(metrics)
-    result = TrainResult(None, None, len(steps), response_tokens, mean_loss, time.time() - t0, stats, digest)
+    result = TrainResult(None, None, len(steps), response_tokens, mean_loss, time.time() - t0, stats, digest,
+                         guard=guard.summary(len(steps)))
     if rank == 0:
         run = {"steps": len(steps), "epochs": cfg.resolved_epochs, "data": vars(stats), "world_size": world,
+               "guard": result.guard, "rolled_back_steps": len(guard.rolled_back),
                "weights_sha256": digest, "rollouts": len({s.rollout_id for s in seqs}), "transitions": n_transitions,
                "train_loss": mean_loss, "response_tokens": response_tokens, "time_s": round(time.time() - t0, 3)}
         result.cycle_id, result.folder = save_adapter(cfg, inputs, model, metrics, run, promote)
@@ -283,9 +283,10 @@ def save_adapter(cfg: TrainConfig, inputs: CycleInputs, model: Any, metrics: lis
     cycle, cycle_id = next_cycle_id(parent.state if parent else None)
     line = {"cycle": cycle, "cycle_id": cycle_id, "snapshot_id": snapshot_id, "loss": cfg.loss,
             "mean_final_reward": _mean_final_reward(inputs.table), "promoted": promote,
-            **{k: run[k] for k in ("rollouts", "transitions", "train_loss", "response_tokens", "time_s")}}
+            **{k: run[k] for k in ("rollouts", "transitions", "train_loss", "response_tokens", "time_s",
+                                   "rolled_back_steps")}}
     state = {
-        **line, **{k: run[k] for k in ("steps", "epochs", "data", "world_size", "weights_sha256")},
+        **line, **{k: run[k] for k in ("steps", "epochs", "data", "world_size", "weights_sha256", "guard")},
         "parent": parent.cycle_id if parent else None, "base_model": str(inputs.base_path),
         "base_model_hash": inputs.base_hash, "snapshot_content_hash": inputs.manifest["content_hash_read"],
         "config": cfg.to_dict(), "seed": cfg.seed, "already_trained_rows": inputs.already_trained_rows,
@@ -336,30 +337,6 @@ def _stop_ids(base_path: Path, tokenizer: Any) -> set[int]:
         eos = json.loads(gen.read_text()).get("eos_token_id")
         ids |= set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
     return ids
-
-
-def _sequence_logprobs(torch: Any, model: Any, seqs: list[Sequence], budget: int, pad_id: int, device: Any,
-                       rank: int, world: int, autocast: Any) -> list[Any]:
-    """Per-sequence response log-probs under the current weights, no grad; ranks split the work."""
-    offsets = [0]
-    for s in seqs:
-        offsets.append(offsets[-1] + s.n_response)
-    flat = torch.zeros(offsets[-1], dtype=torch.float32)
-    batches = bucket_by_tokens({i: len(s.ids) for i, s in enumerate(seqs)}, budget)
-    with torch.no_grad():
-        for idx in batches[rank::world]:
-            b = {k: v.to(device) for k, v in collate(seqs, idx, pad_id).items()}
-            with autocast():
-                logp = response_logprobs(model, b["input_ids"], b["attention_mask"], b["pos_b"], b["pos_t"], b["targets"],
-                                         inv_temperature=b["inv_temperature"])
-            logp, pos = logp.float().cpu(), 0
-            for i in idx:
-                n = seqs[i].n_response
-                flat[offsets[i] : offsets[i] + n] = logp[pos : pos + n]
-                pos += n
-    if world > 1:
-        all_reduce_cpu(torch, flat, device)  # each position was filled by exactly one rank
-    return [flat[offsets[i] : offsets[i + 1]] for i in range(len(seqs))]
 
 
 def _mean_final_reward(table: Any) -> float | None:
