@@ -8,7 +8,7 @@ PIP    := $(BIN)/python -m pip
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-quick test lint bench chaos reliability mutations install clean screenshots
+.PHONY: demo demo-quick test lint bench chaos reliability mutations install clean screenshots prompts-demo
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/receiver.py
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/train.py
+
+# The calculator agent's system prompt optimized by `spanrl prompts optimize`, 3 seeds, original vs promoted
+# on the held-out tasks (docs/prompts.md; hours on 2 CPU cores: not part of `make test`)
+prompts-demo: $(STAMP)
+	$(BIN)/python bench/prompts_demo.py --data $(or $(SPANRL_PROMPTS_DEMO_DATA),/tmp/spanrl-prompts-demo) --seeds 0 1 2
 
 clean:
 	rm -rf $(VENV) spanrl-data .pytest_cache

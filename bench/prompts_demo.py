@@ -1,0 +1,141 @@
+"""The demo's calculator agent, its system prompt optimized by ``spanrl prompts optimize`` (docs/prompts.md):
+per seed, a fresh data root; the unmodified agent (examples/calc_agent) run through ``spanrl gateway`` in
+front of ``spanrl serve`` (SmolLM2-135M, the demo's model) on a pool of training tasks, ingested; then the
+optimizer on other training tasks (demonstrations come from the pool's best rollouts; with
+``--optimizer-url`` also APO rewrites); then ``spanrl eval`` of the original prompt and LATEST on the 16
+held-out tasks through ``spanrl gateway --prompts`` pinned URLs. Prints a markdown table and writes
+``bench/results/prompts_demo.json``.
+
+    .venv/bin/python bench/prompts_demo.py --data /tmp/prompts-demo --seeds 0 1 2     # hours on 2 CPU cores
+
+Not run in the default test suite, and not yet measured (docs/prompts.md, "Not measured").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+AGENT = ROOT / "examples" / "calc_agent"
+SCORE = (f"{sys.executable} -c \"import json,sys; d=json.load(sys.stdin); "
+         f"print(json.loads(d['output'].strip().splitlines()[-1])['reward'])\"")
+SPANRL = [sys.executable, "-m", "spanrl"]
+
+
+def started(cmd: list[str], log: Path, pattern: str, timeout_s: float = 900.0) -> tuple[subprocess.Popen, str]:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(cmd, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if match := re.search(pattern, log.read_text(errors="replace")):
+            return proc, match.group(1)
+        if proc.poll() is not None:
+            break
+        time.sleep(0.5)
+    proc.terminate()
+    raise SystemExit(f"{' '.join(cmd[2:4])} did not start; see {log}")
+
+
+def run(cmd: list[str]) -> None:
+    print("$", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+
+
+def tasks_file(path: Path, split: str, n: int, seed: int) -> Path:
+    sys.path.insert(0, str(AGENT))
+    from tasks import make_tasks  # examples/calc_agent/tasks.py
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({**t, "input": t["question"], "expected": t["answer"]}) + "\n"
+                            for t in make_tasks(split, n, seed)))
+    return path
+
+
+def agent(tasks: Path) -> list[str]:
+    return [sys.executable, str(AGENT / "agent.py"), "--tasks", str(tasks), "--task-id", "{task_id}", "--agent-name",
+            "calc", "--temperature", "0.7", "--max-tokens", "48"]
+
+
+def one_seed(args: argparse.Namespace, seed: int) -> dict:
+    data = Path(args.data) / f"seed-{seed}"
+    data.mkdir(parents=True, exist_ok=True)
+    pool = tasks_file(data / "tasks" / "pool.jsonl", "train", args.pool, 100 + seed)
+    train = tasks_file(data / "tasks" / "train.jsonl", "train", args.train, seed)
+    heldout = tasks_file(data / "tasks" / "eval.jsonl", "eval", 16, 0)
+    model = args.model or str(data.parent / "models" / "smollm2-135m-instruct")
+    if not args.model:
+        from spanrl.serve.models import prepare_demo_model
+
+        model = str(prepare_demo_model(data.parent))
+    serve, upstream = started([*SPANRL, "serve", "--model", model, "--data", str(data), "--port", "0",
+                               "--served-model-name", "default"], data / "logs" / "serve.log", r"on (http://\S+/v1)")
+    try:
+        gw, root = started([*SPANRL, "gateway", "--data", str(data), "--upstream", upstream, "--port", "0"],
+                           data / "logs" / "gateway.log", r"spanrl gateway: (http://\S+)/v1")
+        try:
+            run([*SPANRL, "rollout", "--data", str(data), "--tasks", str(pool), "--n", str(args.n), "--policy-url",
+                 root + "/v1", "--score", SCORE, "--timeout", "600s", "--", *agent(pool)])
+        finally:
+            gw.terminate()
+            gw.wait(60)
+        run([*SPANRL, "ingest", "--data", str(data), "--settle", "0s"])
+        extra = (["--optimizer-url", args.optimizer_url, "--optimizer-model", args.optimizer_model]
+                 if args.optimizer_url else [])
+        run([*SPANRL, "prompts", "optimize", "--data", str(data), "--agent", "calc", "--tasks", str(train), "--upstream",
+             upstream, "--score", SCORE, "--budget-rollouts", str(args.budget), "--n", str(args.n), "--seed", str(seed),
+             "--timeout", "600s", *extra, "--", *agent(train)])
+        from spanrl.prompts.store import latest_version, read_version
+
+        latest = latest_version(data, "calc") or "0001"
+        gw, root = started([*SPANRL, "gateway", "--prompts", "--data", str(data), "--upstream", upstream, "--port", "0"],
+                           data / "logs" / "gateway-prompts.log", r"spanrl gateway: (http://\S+)/v1")
+        try:
+            policies = ["--policy", f"original={root}/p/calc/0001/v1"]
+            if latest != "0001":
+                policies += ["--policy", f"latest={root}/p/calc/{latest}/v1"]
+            run([*SPANRL, "eval", "--data", str(data), "--tasks", str(heldout), "--n", str(args.n), *policies,
+                 "--score", SCORE, "--timeout", "600s", "--out", str(data / "eval-prompts"), "--", *agent(heldout)])
+        finally:
+            gw.terminate()
+            gw.wait(60)
+    finally:
+        serve.terminate()
+        serve.wait(60)
+    doc = json.loads((data / "eval-prompts" / "eval.json").read_text())
+    cmp = (doc["comparisons"] or [{}])[0]
+    return {"seed": seed, "latest": latest, "method": read_version(data, "calc", latest).meta.get("method"),
+            "original": doc["policies"]["original"]["mean"], "promoted": doc["policies"].get("latest", {}).get("mean"),
+            "diff": cmp.get("diff"), "ci": cmp.get("ci"), "verdict": cmp.get("verdict", "nothing promoted")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--model", default=None, help="base model folder (default: the demo's SmolLM2, prepared)")
+    parser.add_argument("--pool", type=int, default=16, help="training tasks whose rollouts seed the lake")
+    parser.add_argument("--train", type=int, default=16, help="tasks the optimizer scores on (train + validation)")
+    parser.add_argument("--n", type=int, default=2)
+    parser.add_argument("--budget", type=int, default=96)
+    parser.add_argument("--optimizer-url", default=None)
+    parser.add_argument("--optimizer-model", default=None)
+    args = parser.parse_args()
+    rows = [one_seed(args, s) for s in args.seeds]
+    out = ROOT / "bench" / "results" / "prompts_demo.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2) + "\n")
+    print("| seed | LATEST (method) | original | promoted | paired diff [95%] | verdict |\n| --- | --- | ---: | ---: | --- | --- |")
+    for r in rows:
+        ci = f"{r['diff']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}]" if r["diff"] is not None else ""
+        promoted = f"{r['promoted']:.3f}" if r["promoted"] is not None else "-"
+        print(f"| {r['seed']} | {r['latest']} ({r['method']}) | {r['original']:.3f} | {promoted} | {ci} | {r['verdict']} |")
+
+
+if __name__ == "__main__":
+    main()
