@@ -109,17 +109,18 @@ def _stage(cfg: OptimizeConfig, parent: PromptVersion, text: str, method: str, e
     return add_version(cfg.data, cfg.agent, text, meta)
 
 
-def _halve(scorer: Scorer, pool: list[str], n: int, reserve: int) -> list[str]:
-    """Successive halving on the train split: keep the better half, twice the samples, while affordable."""
+def _halve(scorer: Scorer, pool: list[str], n: int, reserve: int, keep: int) -> list[str]:
+    """Successive halving on the train split: keep the better half, twice the samples, while affordable
+    and more than ``keep`` (the beam) are left; the survivors, best first."""
     survivors = [v for v in pool if scorer.scores.get((v, "train"))]
-    while len(survivors) > 1:
+    while len(survivors) > keep:
         survivors = sorted(survivors, key=lambda v: -(scorer.scores[(v, "train")].mean or 0.0))
         survivors = survivors[:math.ceil(len(survivors) / 2)]
         n *= 2
         if scorer.fit(survivors, "train", n, reserve) != survivors:
             break
         scorer.score_all(survivors, "train", n)
-    return survivors
+    return sorted(survivors, key=lambda v: -(scorer.scores[(v, "train")].mean or 0.0))
 
 
 def optimize(cfg: OptimizeConfig) -> dict[str, Any]:
@@ -182,7 +183,7 @@ def _search(cfg: OptimizeConfig, scorer: Scorer, current: PromptVersion, example
         scorer.score_all(scorer.fit([*first, *new], "train", cfg.n, reserve), "train", cfg.n)
         first = []
         pool = [v for v in staged if (v, "train") in scorer.scores]
-        beam = _halve(scorer, pool, cfg.n, reserve)[:cfg.beam] if pool else []
+        beam = _halve(scorer, pool, cfg.n, reserve, cfg.beam)[:cfg.beam] if pool else []
         parents, new = [staged[v] for v in beam], []
         if optimizer is None:
             break
