@@ -44,7 +44,7 @@ def lake(tmp_path_factory):
     result = CliRunner().invoke(cli, ["ingest", "--data", str(data), "--settle", "0s", "--missing-reward", "zero"])
     assert result.exit_code == 0, result.output
     con = connect(data)
-    yield con, result.output
+    yield con, result.output, data
     con.close()
 
 
@@ -66,7 +66,7 @@ def _expected(name: str) -> tuple[list[str], Counter]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_each_model_request_is_one_row_with_its_tool_calls(lake, name) -> None:
-    con, _ = lake
+    con, *_ = lake
     ids, calls = _expected(name)
     rows = _rows(con, "SELECT trace_id, span_id, response_id, input_messages IS NULL AS hidden FROM llm_calls "
                       "WHERE list_contains(?, response_id) ORDER BY response_id", [ids])
@@ -87,7 +87,7 @@ def test_each_model_request_is_one_row_with_its_tool_calls(lake, name) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_attempt_is_a_rollout_and_no_air_hit_on_a_correct_run(lake, name) -> None:
-    con, _ = lake
+    con, *_ = lake
     case = NAMES.index(name)
     scenario = json.loads((MIXES / name / "scenario.json").read_text())
     rollouts = _rows(con, "SELECT rollout_id, task_id, n_llm_calls FROM rollouts WHERE task_id LIKE ? ORDER BY 1",
@@ -102,7 +102,7 @@ def test_every_attempt_is_a_rollout_and_no_air_hit_on_a_correct_run(lake, name) 
 
 
 def test_the_night_says_what_it_could_not_read(lake) -> None:
-    _, output = lake
+    _, output, _ = lake
     out = " ".join(output.split())
     assert "snapshot: written" in out
     assert "OPENINFERENCE_HIDE_INPUTS" in out  # the hidden mix's calls, with the switch that hid them
@@ -114,9 +114,30 @@ def test_every_record_of_a_request_names_its_response_id(lake) -> None:
     (``llm_output.id``). Read, it ties that record to the server's span of the request (another trace, another
     process) by id; unread, a request served by ``spanrl serve`` was two rows when content alone could not pair
     them (seen on a live run with SmolLM2: 10 rows for 9 requests)."""
-    con, _ = lake
+    con, *_ = lake
     ids, _ = _expected("langgraph-react")
     rows = _rows(con, "SELECT c.response_id FROM llm_calls_openinference AS c JOIN spans AS s USING (trace_id, span_id) "
                       "WHERE s.service_name = 'langgraph-react'")
     got = [r["response_id"] for r in rows]  # OpenInference LangChain's and OpenInference OpenAI's records
     assert None not in got and sorted(set(got)) == ids and len(got) == 2 * len(ids), got
+
+
+@pytest.mark.parametrize("name", ["langgraph-react", "agents-sdk-handoff"])
+def test_the_framework_recordings_train_with_no_template_error(lake, name) -> None:
+    """The recorded LangGraph and Agents SDK runs (no engine ids: text rows) through the trainer's text path
+    with the demo model's tokenizer, a template that knows no tools: every row renders (before the shared
+    renderer, every tool-call conversation failed the template: "template_error=176")."""
+    import pyarrow as pa
+
+    from spanrl.trainer.data import build_sequences
+    from spanrl.transitions import read_snapshot
+    from tests.helpers.demo_tokenizer import demo_tokenizer
+
+    con, _, data = lake
+    table, _ = read_snapshot(data)
+    rollouts = {r["rollout_id"] for r in _rows(con, "SELECT rollout_id FROM rollouts WHERE task_id LIKE ?", [f"{name}-%"])}
+    rows = [r for r in table.to_pylist() if r["rollout_id"] in rollouts]
+    assert rows and {r["token_source"] for r in rows} == {"text"}
+    seqs, stats = build_sequences(pa.Table.from_pylist(rows, schema=table.schema), demo_tokenizer(), 4096, 4096)
+    assert stats.template_error == 0 and stats.skipped == 0, stats.summary()
+    assert len(seqs) == len(rows) == len(_expected(name)[0])

