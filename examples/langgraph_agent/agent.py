@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.errors import GraphRecursionError
-from langgraph.prebuilt import create_react_agent
+from langgraph.prebuilt import ToolNode, create_react_agent
 
 SYSTEM = ("You are a math assistant. Call the calculator tool with the arithmetic expression, "
           "then reply with the final number only.")
@@ -67,10 +67,10 @@ def prompt(state: dict) -> list:
 def main() -> None:
     question = sys.stdin.read().strip()
     model = ChatOpenAI(model=os.environ.get("OPENAI_MODEL", "gpt-4o-mini"), max_tokens=48, max_retries=0)
-    agent = create_react_agent(model, [calculator], prompt=prompt)
-    # ToolNode reports a tool's exception to the model as its reply; at most three model calls.
+    # handle_tool_errors: a tool's exception goes back to the model as the tool's (error) reply, not up to us
+    agent = create_react_agent(model, ToolNode([calculator], handle_tool_errors=True), prompt=prompt)
     try:
-        result = agent.invoke({"messages": [("user", question)]}, {"recursion_limit": 6})
+        result = agent.invoke({"messages": [("user", question)]}, {"recursion_limit": 6})  # 3 model calls at most
     except GraphRecursionError:  # the model kept calling tools: no answer
         print("")
         return
