@@ -5,12 +5,15 @@ Why this guard: a user's pg run at lr 3e-4 reached grad norm 50 and a KL of 23 t
 and the adapter then emitted garbage. The grad-norm clip does not bound that: AdamW normalises the
 gradient, so a step moves every LoRA weight by about lr whatever the norm, and the norm only explodes
 once the policy is already wrecked. What wrecks a policy is its distance from the policy that
-sampled the data, so that is what is measured: after each step, the mean per-token k3 KL between the
-new policy and the policy at cycle start (pi_old, the behaviour policy of on-policy data; the base
-model itself for a fresh adapter) over the step's own response tokens. Above the limit, or not finite,
-the LoRA weights and the AdamW state are restored to what they were before the step: the step never
-happened, and later steps (other rollouts) go on. The cost is one no-grad forward over each step's
-batch (about a third of the step) plus pi_old once per cycle (free for ppo, which computes it anyway).
+sampled the data, so that is what is measured: the mean per-token k3 KL between the policy a step
+leaves and the policy at cycle start (pi_old, the behaviour policy of on-policy data; the base model
+itself for a fresh adapter). It is read off the next step's training forward, on that step's tokens
+(``kl_start``, free: the forward runs anyway), and for the last step by one no-grad forward of its own
+tokens. Above the limit, or not finite, the LoRA weights and the AdamW state go back to what they were
+before the step, as if it never happened; the next step, whose gradient was taken at the rolled-back
+weights, is skipped, and training goes on from the step after. What it costs: a copy of the LoRA
+weights and AdamW moments per step, pi_old once per cycle (free for ppo, which computes it anyway) and
+one forward of the last step's batch.
 """
 
 from __future__ import annotations
@@ -51,8 +54,16 @@ class UpdateGuard:
                  for p, s in self.opt.state.items()}
         self._saved = (weights, state)
 
+    def judge(self, row: dict[str, Any] | None, kl: float) -> bool:
+        """The verdict on the step last taken (its metrics ``row``, updated in place) from the policy's KL
+        measured after it; True when it was rolled back. A step that was not taken (skipped) has none."""
+        if row is None or self._saved is None:
+            return False
+        row.update(self.check(row["step"], kl))
+        return bool(row["rolled_back"])
+
     def check(self, step: int, kl: float) -> dict[str, Any]:
-        """Keep the step or roll it back; returns the step-log fields (``kl_start``, ``rolled_back``)."""
+        """Keep the step or roll it back; returns the step-log fields (``guard_kl``, ``rolled_back``)."""
         if not self.on or self._saved is None:
             return {}
         tripped = not math.isfinite(kl) or kl > self.max_kl
@@ -67,7 +78,7 @@ class UpdateGuard:
         else:
             self.kl_max_accepted = max(self.kl_max_accepted, kl)
         self._saved = None
-        return {"kl_start": kl, "rolled_back": int(tripped)}
+        return {"guard_kl": kl, "rolled_back": int(tripped)}
 
     def summary(self, steps: int) -> dict[str, Any]:
         """What the cycle summary (training_state.json, cycles.jsonl, the console line) records."""

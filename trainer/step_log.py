@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-SUM_KEYS = ("adv_mean", "logp_mean", "kl", "ratio_mean", "trunc_frac", "clip_frac", "mu_ratio_mean", "mu_trunc_frac")
+SUM_KEYS = ("adv_mean", "logp_mean", "kl", "ratio_mean", "trunc_frac", "clip_frac", "mu_ratio_mean", "mu_trunc_frac",
+            "kl_start")  # kl_start: KL to the cycle start, the update guard's measurement (guard.py)
 MAX_KEYS = ("ratio_max", "mu_ratio_max")
 
 
@@ -26,6 +27,12 @@ def accumulate(sums: Any, maxes: Any, loss: float, tokens: int, m: dict[str, flo
     for k, key in enumerate(MAX_KEYS):
         if key in m:
             maxes[k] = max(float(maxes[k]), m[key])
+
+
+def token_mean(sums: Any, key: str) -> float:
+    """The token-weighted mean of one SUM_KEYS metric over the step (all ranks once all-reduced); 0 if none."""
+    k = SUM_KEYS.index(key)
+    return float(sums[2 + 2 * k] / sums[3 + 2 * k]) if sums[3 + 2 * k] > 0 else 0.0
 
 
 def metrics_row(n: int, lr: float, rollouts: int, grad_norm: float, sums: Any, maxes: Any, seconds: float,
@@ -62,7 +69,7 @@ class StepProgress:
         if self.bar is not None:
             info = f"loss {row['loss']:.4f}  {row['tokens_per_s']:.0f} tok/s"
             if row.get("rolled_back"):  # the update guard undid this step (--max-kl)
-                info += f"  rolled back (KL {row['kl_start']:.3g})"
+                info += f"  rolled back (KL {row['guard_kl']:.3g})"
             self.bar.update(self.task, advance=1, info=info)
 
     def close(self) -> None:

@@ -47,8 +47,8 @@ from spanrl.trainer.distributed import (
 )
 from spanrl.trainer.guard import UpdateGuard, step_kl
 from spanrl.trainer.logprobs import batch_logprobs, sequence_logprobs
-from spanrl.trainer.losses import LOSSES, LossInputs, LossParams
-from spanrl.trainer.step_log import StepProgress, accumulate, metrics_row, new_sums
+from spanrl.trainer.losses import LOSSES, LossInputs, LossParams, kl_k3
+from spanrl.trainer.step_log import StepProgress, accumulate, metrics_row, new_sums, token_mean
 from spanrl.trainer.tracking import Tracker, finish_trackers, log_step, start_trackers
 from spanrl.transitions.snapshot import read_snapshot
 
@@ -140,6 +140,13 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True, pr
     total_rollouts, done_rollouts, response_tokens = sum(s.n_rollouts for s in steps), 0, 0
     metrics: list[dict[str, Any]] = []
     bar = StepProgress(len(steps), enabled=progress and rank == 0)
+
+    def log(row: dict[str, Any]) -> None:
+        metrics.append(row)
+        log_step(trackers, row["step"], row)
+        bar.advance(row)
+
+    pending: dict[str, Any] | None = None  # the last step's row, logged once the update guard judged it
     for n, step in enumerate(steps):
         t_step, cpu_step = time.time(), time.process_time()
         lr = lr_at(done_rollouts, total_rollouts, cfg.resolved_lr, cfg.lr_schedule)
@@ -154,21 +161,31 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True, pr
                 ref_logp=torch.cat([ref[i] for i in idx]).to(device) if ref is not None else None,
             )
             loss, m = spec.fn(x, loss_params)
+            if guard.on:  # this step's tokens under the weights the last step left: the guard's measure of it
+                m["kl_start"] = float(kl_k3(logp.detach(), x.old_logp).mean())
             loss.backward()
             accumulate(sums, maxes, float(loss.detach()), int(logp.numel()), m)
         all_reduce_grads(torch, params, sums, maxes, world)
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip if cfg.grad_clip > 0 else float("inf"))
-        guard.save()
-        opt.step()
+        undone = guard.judge(pending, token_mean(sums, "kl_start")) if guard.on else False
+        if pending is not None:
+            log(pending)
+        if not undone:
+            guard.save()
+            opt.step()  # else this gradient was taken at the weights just rolled back: the step is skipped
         opt.zero_grad(set_to_none=True)
-        verdict = guard.check(n + 1, step_kl(torch, policy_logp, step.batches[rank::world], old, reduce)) if guard.on else {}
         done_rollouts += step.n_rollouts
         response_tokens += int(sums[1])
         row = metrics_row(n, lr, step.n_rollouts, float(grad_norm), sums, maxes, time.time() - t_step,
-                          time.process_time() - cpu_step) | verdict
-        metrics.append(row)
-        log_step(trackers, row["step"], row)
-        bar.advance(row)
+                          time.process_time() - cpu_step)
+        if guard.on:
+            row["skipped"], pending = int(undone), row
+        else:
+            log(row)
+    if pending is not None:  # the last step is judged on its own tokens: one no-grad forward
+        if not pending["skipped"]:
+            guard.judge(pending, step_kl(torch, policy_logp, steps[-1].batches[rank::world], old, reduce))
+        log(pending)
     bar.close()
 
     # ---- save (rank 0), then tell the server

@@ -78,8 +78,11 @@ def test_an_absurd_step_is_rolled_back_recorded_and_the_adapter_stays_near_the_b
     assert all(r["kl"] > MAX_KL or r["kl"] != r["kl"] for r in g["rolled_back"])  # the value that tripped it
     line = json.loads((tmp_path / "on" / "cycles.jsonl").read_text().splitlines()[-1])
     assert line["rolled_back_steps"] == g["rolled_back_steps"]
-    tripped = {r["step"] for r in _rows(folder) if r["rolled_back"]}
+    steps = _rows(folder)
+    tripped = {r["step"] for r in steps if r.get("rolled_back")}
     assert tripped == {r["step"] for r in g["rolled_back"]}
+    for s in tripped - {3}:  # the next step's gradient was taken at the rolled-back weights: skipped
+        assert steps[s]["skipped"] == 1
     assert _kl_to_base(model_dir, folder, rows) <= MAX_KL
 
     unguarded = _train(model_dir, root, tmp_path / "off", lr=1.0, max_kl=0)  # the same step without the guard
@@ -92,7 +95,7 @@ def test_a_sane_step_is_untouched_and_zero_turns_the_guard_off(model_dir, data, 
     on = _train(model_dir, root, tmp_path / "on")  # the default lr
     off = _train(model_dir, root, tmp_path / "off", max_kl=0)
     assert on.guard["rolled_back_steps"] == 0 and 0 < on.guard["kl_max_accepted"] <= MAX_KL
-    assert [r["rolled_back"] for r in _rows(on.folder)] == [0, 0, 0]
+    assert [(r["rolled_back"], r["skipped"]) for r in _rows(on.folder)] == [(0, 0)] * 3
     assert on.weights_sha256 == off.weights_sha256  # measuring changes nothing: healthy training is as it was
     assert off.guard == {"max_kl": 0, "steps": 3, "rolled_back_steps": 0, "rolled_back": [], "kl_max_accepted": None}
     assert not any("kl_start" in r or "rolled_back" in r for r in _rows(off.folder))
@@ -119,5 +122,5 @@ def test_rollback_restores_weights_and_optimizer_state_exactly(steps_before: int
     assert set(opt.state[w]) == set(state) and all(torch.equal(opt.state[w][k], v) for k, v in state.items())
     guard.save()
     step()
-    assert guard.check(8, 0.1) == {"kl_start": 0.1, "rolled_back": 0} and not torch.equal(w.detach(), weights)
+    assert guard.check(8, 0.1) == {"guard_kl": 0.1, "rolled_back": 0} and not torch.equal(w.detach(), weights)
     assert guard.rolled_back[0]["step"] == 7 and guard.summary(8)["rolled_back_steps"] == 1
