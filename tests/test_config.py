@@ -62,6 +62,18 @@ def test_unknown_key_is_refused_with_its_line(tmp_path: Path, text: str, make, l
     assert "known keys: " in str(err.value)
 
 
+def test_an_air_rule_with_an_unknown_key_is_refused_with_where_it_is(tmp_path: Path) -> None:
+    """A typo inside [[air.rules]] ("vaule" beside value, "where" for when) is refused, never dropped (issue 46)."""
+    path = tmp_path / "spanrl.toml"
+    path.write_text('[air]\n\n[[air.rules]]\nname = "slow"\nwhen = "is_tool"\nvalue = -0.1\nvaule = -0.2\n')
+    with pytest.raises(InputError) as err:
+        load_air_rules(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}:") and "AIR rule 'slow': unknown key 'vaule' (did you mean 'value'?)" in message
+    path.write_text('[[air.rules]]\nname = "slow"\nwhen = "is_tool"\nvalue = -0.1\n')
+    assert [r.name for r in load_air_rules(path)][-1] == "slow"
+
+
 def test_a_bad_choice_in_the_file_is_refused_with_its_line(tmp_path: Path) -> None:
     (tmp_path / "spanrl.toml").write_text('[ingest]\n\ncredit = "discountd"\n')
     with pytest.raises(InputError, match=r"spanrl.toml:3: credit = 'discountd' in \[ingest\]: choose one of .*discounted"):

@@ -17,6 +17,7 @@ Every hit becomes a ``rewards`` row (source ``air``) aimed at the LLM call that 
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import asdict, dataclass
 from functools import cache
@@ -56,6 +57,12 @@ def _parse_rules(items: list[Any], where: str) -> list[AirRule]:
     for i, item in enumerate(items):
         if not isinstance(item, dict) or not {"name", "when", "value"} <= set(item):
             raise InputError(f"{where}: AIR rule #{i + 1} needs name, when and value (got {item!r})")
+        unknown = sorted(set(item) - {"name", "when", "value"})
+        if unknown:  # a typo ("vaule", "where") would otherwise be dropped and the rule read without it
+            hints = [f"{k!r} (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(k, ["name", "when", "value"], 1))
+                     else repr(k) for k in unknown]
+            raise InputError(f"{where}: AIR rule {item.get('name', f'#{i + 1}')!r}: unknown key {', '.join(hints)}; "
+                             "a rule has exactly name, when and value")
         try:
             value = float(item["value"])
         except (TypeError, ValueError):
