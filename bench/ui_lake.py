@@ -103,7 +103,7 @@ ROLLOUTS_SQL = ROLLOUT_CTE + """
 SELECT 'r' || n AS rollout_id, task AS task_id, [trace_id] AS trace_ids, [agent] AS agent_names,
        3::BIGINT AS n_llm_calls, (1 + n % 2)::BIGINT AS n_tool_calls, tool_fails::BIGINT AS n_errors,
        reward::DOUBLE AS final_reward, t0 AS started_ns, t0 + 9000000000 AS ended_ns, NULL::VARCHAR AS purpose,
-       true AS complete, NULL::VARCHAR AS prompt_version
+       NULL::VARCHAR AS prompt_version, true AS complete
 FROM r
 """
 

@@ -31,7 +31,7 @@ SELECT st.rollout_id, t.task_id, st.trace_ids,
        coalesce(c.n_llm_calls, 0) AS n_llm_calls,
        coalesce(tl.n_tool_calls, 0) AS n_tool_calls,
        coalesce(e.n_errors, 0) AS n_errors,
-       f.final_reward, st.started_ns, st.ended_ns, t.purpose, st.complete, c.prompt_version
+       f.final_reward, st.started_ns, st.ended_ns, t.purpose, c.prompt_version, st.complete
 FROM _rollout_status st
 LEFT JOIN _rollout_tasks t USING (rollout_id)
 LEFT JOIN final f USING (rollout_id)
