@@ -66,7 +66,7 @@ class TrainConfig:
     clip_eps_high: float = knob(0.28, "PPO upper clip: ratio <= 1 + eps_high.")
     kl_coef: float = knob(0.05, "Weight of the k3 KL to the base (adapter disabled); 0 = off.")
     max_kl: float = knob(1.0, "Update guard: roll back an optimizer step after which the policy's mean per-token KL "
-                         "to the policy at cycle start, on the step's tokens, exceeds this (0 = off).")
+                         "to the policy at cycle start exceeds this (read on the next step's tokens; 0 = off).")
     sft_min_return: float | None = knob(None, "sft keeps calls with return >= this.")
     sft_top_k: int | None = knob(None, "sft keeps the k best rollouts of each task.")
     grad_clip: float = knob(1.0, "Clip the global grad norm to this (0 = off).")

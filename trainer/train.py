@@ -125,11 +125,13 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True, pr
     def policy_logp(idx: list[int]) -> Any:  # the update guard's measurement after a step
         return batch_logprobs(model, seqs, idx, pad_id, device, autocast)[0]
 
-    old = logprobs_now() if spec.old_logp or cfg.max_kl > 0 else None
     ref = None
     if cfg.kl_coef > 0:
         with model.disable_adapter():
             ref = logprobs_now()
+    old = None
+    if spec.old_logp or cfg.max_kl > 0:  # a fresh LoRA adds exactly 0 (B = 0): pi_old is the base, already scored
+        old = ref if ref is not None and inputs.parent is None else logprobs_now()
 
     # ---- loop
     params = [p for p in model.parameters() if p.requires_grad]
