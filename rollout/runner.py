@@ -26,7 +26,7 @@ from spanrl.layout import latest_adapter_id
 from spanrl.rollout.config import RolloutConfig
 from spanrl.rollout.process import agent_env, otlp_protocol, run_attempt, run_scorer
 from spanrl.rollout.reaper import reap_orphans
-from spanrl.rollout.runs import OK, Attempt, RunLog, derive_run_id, plan_run, rollout_id_for
+from spanrl.rollout.runs import OK, Attempt, RunLog, derive_run_id, heldout_runs, plan_run, rollout_id_for
 from spanrl.rollout.services import (
     Otlp,
     embedded_collector,
@@ -278,18 +278,3 @@ def mean_score(log: RunLog, tasks: list[Task]) -> tuple[float | None, int]:
         if e.get("event") == "end" and e.get("status") == OK and e.get("score") is not None and e["task_id"] in ids:
             last[(e["task_id"], int(e["sample"]))] = float(e["score"])
     return (sum(last.values()) / len(last) if last else None), len(last)
-
-
-def heldout_runs(data: Path, tasks_sha256: str, run_id: str) -> list[str]:
-    """The held-out runs (``--purpose eval``, ``spanrl eval``'s) on a tasks file of these very bytes:
-    sampling them again for training trains on the held-out set."""
-    found = []
-    for path in sorted((Path(data) / "runs").glob("*/run.json")):
-        try:
-            info = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if (isinstance(info, dict) and path.parent.name != run_id and info.get("tasks_sha256") == tasks_sha256
-                and (info.get("purpose") == "eval" or path.parent.name.startswith("eval-"))):
-            found.append(path.parent.name)
-    return found

@@ -146,3 +146,18 @@ def plan_run(log: RunLog, tasks: list[Task], n: int, retries: int, retry_failed:
                 continue
             todo.append((task, sample, started.get((task.task_id, sample), 0)))
     return Plan(todo=todo, done_ok=ok, done_failed=failed)
+
+
+def heldout_runs(data: Path, tasks_sha256: str, run_id: str) -> list[str]:
+    """The held-out runs (``--purpose eval``, ``spanrl eval``'s) on a tasks file of these very bytes:
+    sampling them again for training trains on the held-out set."""
+    found = []
+    for path in sorted((Path(data) / "runs").glob("*/run.json")):
+        try:
+            info = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if (isinstance(info, dict) and path.parent.name != run_id and info.get("tasks_sha256") == tasks_sha256
+                and (info.get("purpose") == "eval" or path.parent.name.startswith("eval-"))):
+            found.append(path.parent.name)
+    return found

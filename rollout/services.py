@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from spanrl.errors import InputError
-from spanrl.layout import adapters_dir, latest_adapter_id
+from spanrl.layout import adapters_dir, latest_adapter_id, otel_dir
 from spanrl.processes import stop_group
 from spanrl.rollout.process import otlp_env
 from spanrl.rollout.spans import SCOPE as RUNNER_SCOPE
@@ -142,7 +142,7 @@ def running_collector(data: Path) -> Otlp | None:
         return None
     pid, url = held
     if url is None:
-        raise InputError(f"a collector (pid {pid}) is already writing {Path(data) / 'otel'} and does not say where it "
+        raise InputError(f"a collector (pid {pid}) is already writing {otel_dir(data)} and does not say where it "
                          "listens (an older spanrl); pass its OTLP/HTTP URL with --otlp (e.g. http://127.0.0.1:4318), "
                          "or stop it, or use another --data")
     return Otlp(url)
