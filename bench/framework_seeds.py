@@ -44,6 +44,18 @@ CAPTURE = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}
 
 
+# A tool call that ran without error earns the call that asked for it this much (AIR, credited to that call):
+# the calculator agent's 0.2 for "the tool ran", with no change to the agent (the spans show the tool ran).
+TOOL_REWARD = """[ingest]
+credit = "air"
+
+[[air.rules]]
+name = "tool_ran"
+when = "is_tool AND span_id IS NOT NULL AND NOT is_error"
+value = {value}
+"""
+
+
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []
 
@@ -135,6 +147,8 @@ def one(agent: str, path: str, seed: int, a: argparse.Namespace) -> dict:
             fh.write(json.dumps({"step": name, "seconds": round(time.monotonic() - t0, 1)}) + "\n")
 
     held = tasks_file(data, "heldout", "eval", a.heldout, 0)
+    if a.tool_reward and not (data / "spanrl.toml").is_file():  # the demo's partial reward, from the spans alone
+        (data / "spanrl.toml").write_text(TOOL_REWARD.format(value=a.tool_reward))
     for c in range(a.cycles):
         tasks = tasks_file(data, f"train-c{c}", "train", a.tasks_per_cycle, 100 * seed + c)
         step(f"c{c}-rollout", lambda t=tasks: rollouts(data, agent, path, t, a.group, a.model))
@@ -150,6 +164,7 @@ def one(agent: str, path: str, seed: int, a: argparse.Namespace) -> dict:
     (cmp,) = doc["comparisons"]
     base, trained = (doc["policies"][cmp[k]] for k in ("baseline", "candidate"))
     return {"agent": agent, "path": path, "seed": seed, "cycles": a.cycles, "heldout_tasks": a.heldout,
+            "tool_reward": a.tool_reward,
             "samples": a.eval_samples, "base": base["mean"], "trained": trained["mean"], "comparison": cmp,
             "steps": read_jsonl(data / "steps.jsonl"), "wall_s_last_call": round(time.monotonic() - started, 1)}
 
@@ -179,6 +194,8 @@ def main() -> None:
     ap.add_argument("--group", type=int, default=4, help="rollouts per training task")
     ap.add_argument("--heldout", type=int, default=32)
     ap.add_argument("--eval-samples", type=int, default=2)
+    ap.add_argument("--tool-reward", type=float, default=0.0,
+                    help="an AIR rule rewarding a tool call that ran (credit air): a learning signal while no rollout is right")
     ap.add_argument("--quick", action="store_true", help="1 cycle of 2 tasks x 2, 2 held-out tasks x 1 (plumbing)")
     a = ap.parse_args()
     if a.quick:
