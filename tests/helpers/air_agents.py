@@ -23,6 +23,8 @@ from typing import Annotated, Any
 
 ADD = {"name": "add", "arguments": {"a": 2, "b": 3}}
 LOOKUP = {"name": "lookup", "arguments": {"city": "Paris"}}
+# a tool the agent never offered (seen live: a small model invents a plausible tool name)
+UNKNOWN = {"name": "calculate_total_remaining", "arguments": {"a": 2, "b": 3}}
 
 
 def ask(question: str, steps: list[Any]) -> str:
@@ -129,6 +131,12 @@ def langgraph_fault_args_not_json(base_url: str) -> str:
     return _react(base_url, [add, lookup], ask("2+3?", [[{"name": "add", "arguments": "{a: 2, b: 3"}], "5."]))
 
 
+def langgraph_fault_unknown_tool(base_url: str) -> str:
+    """The model calls a tool the agent never offered: ToolNode answers it with an error message
+    (no tool runs) and the model answers next."""
+    return _react(base_url, [add, lookup], ask("2+3?", [[UNKNOWN], "5."]))
+
+
 def langgraph_fault_retry(base_url: str) -> str:
     """The app retries a failed model request as it was (``with_retry``): the same prompt twice."""
     from langchain_core.messages import HumanMessage
@@ -139,17 +147,20 @@ def langgraph_fault_retry(base_url: str) -> str:
 
 # ---------------------------------------------------------------- OpenAI Agents SDK (OpenInference)
 
-def _agents_model(base_url: str) -> Any:
-    from agents import OpenAIChatCompletionsModel
+def _agents_model(base_url: str, responses: bool = False) -> Any:
+    from agents import OpenAIChatCompletionsModel, OpenAIResponsesModel
     from openai import AsyncOpenAI
 
-    return OpenAIChatCompletionsModel("fake-model", AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0))
+    client = AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0)
+    return OpenAIResponsesModel("fake-model", client) if responses else OpenAIChatCompletionsModel("fake-model", client)
 
 
-def _agents_run(base_url: str, tools: list[Any], question: str, handoff: bool = False, stream: bool = False) -> str:
+def _agents_run(base_url: str, tools: list[Any], question: str, handoff: bool = False, stream: bool = False,
+                responses: bool = False) -> str:
+    """``responses``: the Responses API model (record.py's fake serves it scripted, not streamed)."""
     from agents import Agent, Runner
 
-    model = _agents_model(base_url)
+    model = _agents_model(base_url, responses)
     math = Agent(name="math_agent", instructions="You do math.", model=model, tools=tools)
     agent = Agent(name="triage_agent", instructions="Route to the right agent.", model=model,
                   handoffs=[math]) if handoff else math
@@ -186,6 +197,13 @@ def agents_parallel(base_url: str) -> str:
                        question=ask("2+3 and the weather in Paris?", [[ADD, LOOKUP], "5; rainy."]))
 
 
+def agents_responses(base_url: str) -> str:
+    """The handoff and tool run on the Responses model (the SDK's default; its spans record the
+    offered tools, the handoff among them)."""
+    return _agents_run(base_url, [_agents_tool(add)], handoff=True, responses=True, question=ask(
+        "2+3?", [[{"name": "transfer_to_math_agent", "arguments": {}}], [ADD], "5."]))
+
+
 def agents_fault_tool_raises(base_url: str) -> str:
     return _agents_run(base_url, [_agents_tool(broken_lookup)], question=ask(
         "Weather in Paris?", [[{"name": "broken_lookup", "arguments": {"city": "Paris"}}], "Sorry."]))
@@ -211,6 +229,19 @@ def agents_fault_args_not_json(base_url: str) -> str:
 def agents_fault_args_schema(base_url: str) -> str:
     return _agents_run(base_url, [_agents_tool(add)], question=ask(
         "2+3?", [[{"name": "add", "arguments": {"a": 2}}], "5."]))
+
+
+def agents_fault_unknown_tool(base_url: str) -> str:
+    """The model calls a tool the agent never offered: the SDK raises ModelBehaviorError, runs no
+    tool, and the run ends with no answer. The Responses model (the SDK's default): its spans
+    record the tools the call offered."""
+    return _agents_run(base_url, [_agents_tool(add)], question=ask("2+3?", [[UNKNOWN], "5."]), responses=True)
+
+
+def agents_blind_unknown_tool(base_url: str) -> str:
+    """The same on the Chat Completions model: OpenInference records no tool definitions on its
+    generation span, so which tools were offered is unknown."""
+    return _agents_run(base_url, [_agents_tool(add)], question=ask("2+3?", [[UNKNOWN], "5."]))
 
 
 # ---------------------------------------------------------------- Pydantic AI (its own instrumentation)
@@ -247,6 +278,13 @@ def pydantic_ai_fault_tool_timeout(base_url: str) -> str:
 def pydantic_ai_fault_args_schema(base_url: str) -> str:
     agent = _pydantic_agent(base_url, [add])
     return str(agent.run_sync(ask("2+3?", [[{"name": "add", "arguments": {"a": "two", "b": 3}}], [ADD], "5."])).output)
+
+
+def pydantic_ai_fault_unknown_tool(base_url: str) -> str:
+    """The model calls a tool the agent never offered: Pydantic AI tells it so (a retry prompt) and
+    the model answers next."""
+    agent = _pydantic_agent(base_url, [add])
+    return str(agent.run_sync(ask("2+3?", [[UNKNOWN], "5."])).output)
 
 
 def pydantic_ai_fault_gives_up(base_url: str) -> str:
@@ -340,13 +378,15 @@ SCENARIOS: dict[str, tuple[str, Callable[[str], str]]] = {
     name: (inst, fn) for inst, fns in {
         "openinference-langchain": [langgraph_react, langgraph_parallel, langgraph_streaming, langgraph_handoff,
                                     langgraph_fault_tool_raises, langgraph_fault_args_schema,
-                                    langgraph_fault_args_not_json, langgraph_fault_retry],
-        "openinference-openai-agents": [agents_handoff, agents_streaming, agents_parallel, agents_fault_tool_raises,
+                                    langgraph_fault_args_not_json, langgraph_fault_retry, langgraph_fault_unknown_tool],
+        "openinference-openai-agents": [agents_handoff, agents_streaming, agents_parallel, agents_responses,
+                                        agents_fault_tool_raises,
                                         agents_fault_tool_timeout, agents_blind_tool_timeout,
                                         agents_fault_args_not_json,
-                                        agents_fault_args_schema],
+                                        agents_fault_args_schema, agents_fault_unknown_tool,
+                                        agents_blind_unknown_tool],
         "pydantic-ai": [pydantic_ai_tools, pydantic_ai_parallel, pydantic_ai_fault_tool_timeout,
-                        pydantic_ai_fault_args_schema, pydantic_ai_fault_gives_up],
+                        pydantic_ai_fault_args_schema, pydantic_ai_fault_gives_up, pydantic_ai_fault_unknown_tool],
         "openai-v2": [openai_parallel, openai_streaming, openai_fault_args_not_json, openai_blind_args_schema,
                       openai_fault_retry],
         "openai-v2-no-content": [openai_no_content],

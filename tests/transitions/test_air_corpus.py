@@ -2,7 +2,7 @@
 its record.py from tests/helpers/air_agents.py against the local fake OpenAI server).
 
 Every default rule: zero hits on every correct run (LangGraph ReAct, parallel, streaming, a
-Command/goto handoff; the Agents SDK with handoffs, streaming, parallel; Pydantic AI; the official
+Command/goto handoff; the Agents SDK with handoffs, streaming, parallel, the Responses model; Pydantic AI; the official
 GenAI instrumentation with parallel calls, streaming and content capture off) and a hit on each
 injected fault it targets, found by rollout (the scenario's name). The table in docs/transitions.md
 ("AIR on real frameworks") is rendered from these numbers; the test fails when they disagree.
@@ -40,6 +40,11 @@ FAULTS: dict[str, tuple[set[str], set[str]]] = {
     "openai_fault_args_not_json": ({"bad_tool_arguments"}, set()),
     "langgraph_fault_retry": ({"retried_llm_call"}, set()),
     "openai_fault_retry": ({"retried_llm_call"}, set()),
+    # a tool the agent never offered: no tool runs it (the Agents SDK ends the run; LangGraph's ToolNode
+    # and Pydantic AI tell the model), the call is a spanless tool call from the model's output
+    "agents_fault_unknown_tool": ({"unknown_tool"}, set()),
+    "langgraph_fault_unknown_tool": ({"unknown_tool"}, set()),
+    "pydantic_ai_fault_unknown_tool": ({"unknown_tool"}, set()),
     # bad arguments past the tool's retries: the agent run fails
     "pydantic_ai_fault_gives_up": ({"exception"}, {"bad_tool_arguments", "tool_error"}),
 }
@@ -49,9 +54,12 @@ BLIND = {
                                  "and tells only the model",
     "openai_blind_args_schema": "opentelemetry-instrumentation-openai-v2 2.4b0 records no tool definitions, so "
                                 "there is no schema to judge against (arguments are valid JSON)",
+    "agents_blind_unknown_tool": "OpenInference openai-agents 2.6.0 records no tool definitions on the Agents SDK's "
+                                 "Chat Completions generation span, so which tools were offered is unknown "
+                                 "(tool_offered NULL; on the Responses model it is recorded: agents_fault_unknown_tool)",
 }
 CORRECT = sorted(set(SCENARIOS) - set(FAULTS) - set(BLIND))
-HANDOFFS = {"agents_handoff", "agents_streaming", "langgraph_handoff"}
+HANDOFFS = {"agents_handoff", "agents_streaming", "agents_responses", "langgraph_handoff"}
 INSTRUMENTATION = {"openinference-langchain": "OpenInference LangChain", "openai-v2": "GenAI openai-v2",
                    "openinference-openai-agents": "OpenInference Agents SDK", "pydantic-ai": "Pydantic AI",
                    "openai-v2-no-content": "GenAI openai-v2, no content",
@@ -131,6 +139,21 @@ def test_handoffs_are_flagged_and_linked_to_the_call_that_asked(corpus) -> None:
     assert [(name, tid.startswith("call_")) for _, name, tid, _ in agents] == [("transfer_to_math_agent", True)]
     # no handoff is a tool for AIR, and none is judged for its arguments
     assert con.execute("SELECT count(*) FROM _air_candidates WHERE is_handoff AND (is_tool OR NOT args_valid)"
+                       ).fetchone()[0] == 0
+
+
+def test_an_unknown_tool_is_the_asking_calls_spanless_tool_call(corpus) -> None:
+    """No framework runs a span for a tool it does not have: the call is read from the model's output
+    (span_id NULL), judged against the tools that call offered, and blamed on it."""
+    con, _ = corpus
+    rows = con.execute("""SELECT rollout_id, span_id IS NULL, tool_name, target_span_id = llm_span_id
+                          FROM _air_candidates WHERE tool_offered = false ORDER BY 1""").fetchall()
+    assert rows == [(name, True, "calculate_total_remaining", True) for name in sorted(FAULTS)
+                    if "unknown_tool" in FAULTS[name][0]]
+    # unknown offered tools are never a guess: NULL where the asking call's tools were not captured
+    assert con.execute("SELECT DISTINCT tool_offered FROM _air_candidates WHERE rollout_id = 'agents_blind_unknown_tool'"
+                       " AND is_tool").fetchall() == [(None,)]
+    assert con.execute("SELECT count(*) FROM _air_candidates WHERE tool_offered IS NOT NULL AND NOT is_tool"
                        ).fetchone()[0] == 0
 
 

@@ -7,6 +7,8 @@
 -- Handoffs (tool_calls.is_handoff: an agent transfer) are not tools here: is_tool is false, is_handoff
 -- true, args_valid true (there is no schema for a transfer). The schema is the one the asking call
 -- offered, else the one the tool span declares (OpenInference tool.parameters).
+-- tool_offered: for a tool, whether its name is one the asking call offered; NULL when that call's
+-- offered tools are unknown (no tools captured, or no asking call) - never a guess - and for a non-tool.
 -- retried: the call's exact prompt is sent again later in the rollout; a call whose prompt has no
 -- content (not captured, or redacted) is never a retry, nor retried: equal nothings prove nothing.
 -- Exception events that are a framework's control flow (LangGraph's GraphBubbleUp family:
@@ -51,7 +53,13 @@ tools AS (
            (SELECT coalesce(d->'function'->'parameters', d->'parameters')
             FROM (SELECT unnest(TRY_CAST(CAST(asker.tools AS JSON) AS JSON[])) AS d)
             WHERE coalesce(d->'function'->>'name', d->>'name') = tc.tool_name
-            LIMIT 1) AS offered_schema
+            LIMIT 1) AS offered_schema,
+           (SELECT CASE WHEN tc.tool_name IS NULL THEN NULL
+                        WHEN bool_or(n = tc.tool_name) THEN true              -- offered
+                        WHEN count(n) = count(*) AND count(*) > 0 THEN false  -- every offered name known, none it
+                        END                                                   -- no list, or a nameless entry
+            FROM (SELECT coalesce(d->'function'->>'name', d->>'name') AS n
+                  FROM (SELECT unnest(TRY_CAST(CAST(asker.tools AS JSON) AS JSON[])) AS d))) AS offered_name
     FROM tool_calls tc
     LEFT JOIN calls asker ON asker.trace_id = tc.trace_id AND asker.span_id = tc.llm_span_id
 ),
@@ -61,6 +69,7 @@ span_rows AS (
            t.tool_name, t.arguments, t.result, t.error_type, t.llm_span_id,
            CASE WHEN NOT t.is_handoff
                 THEN coalesce(t.offered_schema, TRY_CAST(s.tool_parameters AS JSON)) END AS tool_schema,
+           CASE WHEN NOT t.is_handoff THEN t.offered_name END AS tool_offered,
            c.span_id IS NOT NULL AS is_llm_call,
            coalesce(c.retried, false) AS retried,
            s.agent_span AS is_agent,
@@ -75,7 +84,8 @@ spanless AS (  -- tool calls no span ran: the model's output is still judged (ar
     SELECT trace_id, NULL::VARCHAR AS span_id, llm_span_id AS parent_span_id, tool_name AS "name", NULL AS kind,
            status_code, NULL::VARCHAR AS status_message, NULL AS attributes, NULL AS events, start_ns, end_ns,
            rollout_id, NOT is_handoff AS is_tool, is_handoff, tool_name, arguments, result, error_type, llm_span_id,
-           CASE WHEN NOT is_handoff THEN offered_schema END AS tool_schema, false AS is_llm_call, false AS retried,
+           CASE WHEN NOT is_handoff THEN offered_schema END AS tool_schema,
+           CASE WHEN NOT is_handoff THEN offered_name END AS tool_offered, false AS is_llm_call, false AS retried,
            false AS is_agent, false AS has_exception, spanrl_is_error(status_code) AS is_error, start_ns AS anchor_ns
     FROM tools
     WHERE span_id IS NULL AND rollout_id IS NOT NULL
