@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from spanrl.cli import CONTEXT_SETTINGS
 from spanrl.demo.config import METHODS
 from spanrl.trainer.cli import train as train_command
 from spanrl.trainer.config import make_train_config
@@ -14,7 +15,10 @@ from spanrl.trainer.config import make_train_config
 
 def _resolved(args: list[str], data: Path) -> dict:
     """The config `spanrl train ARGS` would train with (through the command's own flags)."""
-    ctx = train_command.make_context("train", [*args, "--model", str(data / "m"), "--data", str(data)])
+    # the CLI's help names: click caches a command's help option from the first context made for it, so a
+    # context with click's default (--help only) would take `spanrl train -h` away from later callers
+    ctx = train_command.make_context("train", [*args, "--model", str(data / "m"), "--data", str(data)],
+                                     help_option_names=CONTEXT_SETTINGS["help_option_names"])
     p = {k: v for k, v in ctx.params.items() if k not in ("config_file", "notify", "no_progress", "no_promote")}
     return make_train_config(config_file=None, **p).to_dict()
 
