@@ -3,15 +3,15 @@
 SDK's triage → math handoff), run by ``spanrl rollout --model`` under ``opentelemetry-instrument`` with every
 installed instrumentor, then one ``spanrl ingest`` and one ``spanrl train``.
 
-What a user saw before: LangGraph runs ``ChatOpenAI`` off the OTel context, so the OpenAI instrumentations'
-spans of a request sit in a trace of their own, OpenInference LangChain's record of it in the agent's trace,
-and the server's span in the attempt's trace. OpenInference LangChain names the response id only inside
-LangChain's output (``llm_output.id``), which was not read, so its record could not be tied to the server's:
-each request became two rows, two transitions, one of them without the engine's token ids.
-
 Checked here, on the tiny random model (the capture, not the agents' luck): every request the server
 answered is one ``llm_calls`` row with its token ids, one transition with ``token_source = engine``, and
 ``spanrl train`` trains on every one of them (nothing skipped).
+
+What this does not reproduce: the live SmolLM2 run in which a LangGraph rollout of two calls gave one request
+two rows. There OpenInference LangChain's record (which names the response id only in LangChain's output,
+``llm_output.id``) could not be paired with the server's by content. The tiny model makes one call per
+rollout, so this test passes on the old SQL too; the id extraction itself is checked by
+``tests/ingest/test_mixes.py::test_every_record_of_a_request_names_its_response_id`` (fails on the old SQL).
 """
 
 from __future__ import annotations
