@@ -32,7 +32,9 @@ from spanrl.options import DEFAULT_DATA
 # The sections spanrl.toml may hold, and the type that owns each (they check their own keys):
 # [ingest] spanrl.transitions.config.IngestConfig (stage 1's LakeConfig + stage 2's BuildConfig),
 # [air] spanrl.transitions.air, [[conventions]] spanrl.ingest.mapped, [train] spanrl.trainer.config.TrainConfig.
-SECTIONS = ("air", "conventions", "ingest", "train")
+# [rollout] spanrl.rollout.config.RolloutConfig, [tasks] ...TasksConfig, [eval] spanrl.evaluate.config.EvalConfig,
+# [judge] spanrl.judge.config.JudgeConfig, [prompts] spanrl.prompts.config.OptimizeConfig (prompts optimize).
+SECTIONS = ("air", "conventions", "eval", "ingest", "judge", "prompts", "rollout", "tasks", "train")
 CONFIG_NAME = "spanrl.toml"
 
 
@@ -316,9 +318,9 @@ def resolve(cls: type, flags: Mapping[str, Any], section: str | None,
         if name in flags and given(flags[name]):
             values[name] = flags[name]
         elif var and env.get(var):
-            values[name] = env[var]
+            values[name] = _parsed(f, env[var], f"${var}")
         elif name in table:
-            values[name] = table[name]
+            values[name] = _parsed(f, table[name], file.where(section, name))
             allowed = _choices(f) if f.metadata.get("choices") is not None else None
             if allowed is not None and table[name] not in allowed:
                 raise InputError(f"{file.where(section, name)}: {name} = {table[name]!r} in [{section}]: "
@@ -328,3 +330,15 @@ def resolve(cls: type, flags: Mapping[str, Any], section: str | None,
     if "config_file" in names:
         values["config_file"] = path
     return cls(**values)
+
+
+def _parsed(f: dataclasses.Field, value: Any, where: str) -> Any:
+    """Text from the environment or the file goes through the knob's ``parse``, as the flag's does
+    (``timeout_s = "2m"``); a number is taken as it is (``timeout_s = 120``)."""
+    parse = f.metadata.get("parse")
+    if parse is None or not isinstance(value, str):
+        return value
+    try:
+        return parse(value)
+    except click.BadParameter as exc:
+        raise InputError(f"{where}: {f.name} = {value!r}: {exc.message}") from None
