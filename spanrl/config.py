@@ -34,7 +34,10 @@ from spanrl.options import DEFAULT_DATA
 # [air] spanrl.transitions.air, [[conventions]] spanrl.ingest.mapped, [train] spanrl.trainer.config.TrainConfig.
 # [rollout] spanrl.rollout.config.RolloutConfig, [tasks] ...TasksConfig, [eval] spanrl.evaluate.config.EvalConfig,
 # [judge] spanrl.judge.config.JudgeConfig, [prompts] spanrl.prompts.config.OptimizeConfig (prompts optimize).
-SECTIONS = ("air", "conventions", "eval", "ingest", "judge", "prompts", "rollout", "tasks", "train")
+# [serve] spanrl.serve.config.ServeConfig, [gateway] spanrl.gateway.config.GatewayConfig,
+# [collector] spanrl.collector.config.CollectorConfig, [ui] spanrl.ui.config.UiConfig, [demo] spanrl.demo.config.DemoConfig.
+SECTIONS = ("air", "collector", "conventions", "demo", "eval", "gateway", "ingest", "judge", "prompts", "rollout", "serve",
+            "tasks", "train", "ui")
 CONFIG_NAME = "spanrl.toml"
 
 
@@ -173,14 +176,14 @@ def knob(default: Any = MISSING, help: str = "", *, flag: str | None = None,
          choices: Sequence[str] | Callable[[], Sequence[str]] | None = None,
          parse: Callable[[str], Any] | None = None, env: str | None = None, multiple: bool = False,
          metavar: str | None = None, show: str | bool | None = None, click_type: Any = None,
-         required: bool = False) -> Any:
+         required: bool = False, hidden: bool = False) -> Any:
     """A config field. ``flag``: its spelling when not ``--field-name`` (``--no-x`` turns a default-on
     bool off; ``--x/--no-x`` gives both); ``choices``: the accepted values (or a function returning
     them, for lists discovered from files); ``parse``: turns the flag's text into the value
     (``--settle 10m`` -> 600.0); ``env``: an environment variable between the flag and the file;
-    ``show``: how the help states the default (False: not at all)."""
+    ``show``: how the help states the default (False: not at all); ``hidden``: a flag left out of the help."""
     meta = {"help": help, "flag": flag, "choices": choices, "parse": parse, "env": env, "multiple": multiple,
-            "metavar": metavar, "show": show, "click_type": click_type, "required": required}
+            "metavar": metavar, "show": show, "click_type": click_type, "required": required, "hidden": hidden}
     if isinstance(default, list | dict | set):
         return field(default_factory=lambda: type(default)(default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -254,7 +257,7 @@ def click_options(cls: type, *names: str) -> Callable[[Callable[..., Any]], Call
 def _option(f: dataclasses.Field, hint: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     m = f.metadata
     flag = m.get("flag") or "--" + f.name.replace("_", "-")
-    kw: dict[str, Any] = {"help": help_text(f), "required": m.get("required", False)}
+    kw: dict[str, Any] = {"help": help_text(f), "required": m.get("required", False), "hidden": m.get("hidden", False)}
     if not kw["required"]:  # click >= 8.3 takes an explicit default=None as a value: a required flag left out
         kw["default"] = None  # then reached the dataclass as a missing argument (a TypeError, exit 1)
     if m.get("metavar"):
