@@ -16,7 +16,7 @@ import functools
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from spanrl.serve.api import (
 )
 from spanrl.serve.batching import DEFAULT, AdapterWatcher, Batcher, Control, Job
 from spanrl.serve.completion import completion_response
+from spanrl.serve.config import ServeConfig
 from spanrl.serve.engine import Engine, SamplingParams, Sequence
 from spanrl.serve.tools import render_prompt
 from spanrl.serve.tracing import (
@@ -53,57 +54,6 @@ log = logging.getLogger("spanrl.serve")
 ATTEMPT_PREFIX = "/r/{rollout_id}/{traceparent}"  # as spanrl gateway's: a rollout's attempt, its parent span
 ADAPTER_HEADER = "x-spanrl-adapter"
 AGENT_HEADER = "x-spanrl-agent"  # names the agent whose adapter chain answers (--agent-adapter)
-
-
-@dataclass
-class ServeConfig:
-    """What ``spanrl serve`` users set."""
-
-    model: Path = field(metadata={"help": "Local model folder (config.json + weights + tokenizer), or `demo`."})
-    data: Path = field(default=Path("./spanrl-data"), metadata={"help": "Data root (adapters/LATEST lives here)."})
-    adapter: str | None = field(default=None, metadata={"help": "Adapter folder, or LATEST to follow DATA/adapters/LATEST."})
-    host: str = field(default="127.0.0.1", metadata={"help": "Bind address."})
-    port: int = field(default=8000, metadata={"help": "Port (0 picks a free one; the chosen URL is printed)."})
-    served_model_name: str | None = field(default=None, metadata={"help": "Model name in the API (default: folder name)."})
-    served_model_aliases: tuple[str, ...] = field(default=(), metadata={
-        "help": "More names the base model answers to (vLLM's extra --served-model-name values), e.g. the "
-                "model an agent hard-codes; listed in /v1/models."})
-    max_batch: int = field(default=16, metadata={"help": "Most rows (choices) in one generate call."})
-    batch_wait_ms: float = field(default=10.0, metadata={"help": "How long the first request waits for others to batch with."})
-    max_tokens: int = field(default=256, metadata={"help": "Default max_tokens when a request gives none."})
-    device: str = field(default="auto", metadata={"help": "auto (cuda when present), cpu or cuda[:N]."})
-    threads: int | None = field(default=None, metadata={"help": "torch CPU threads (default: torch's choice)."})
-    continuous_batching: bool = field(default=True, metadata={"help": "Let waiting requests join a running batch between decode steps."})
-    otlp_endpoint: str | None = field(default=None, metadata={"help": "OTLP/HTTP base URL for the server's spans (default: OTEL_EXPORTER_OTLP_ENDPOINT)."})
-    capture_messages: bool = field(default=True, metadata={"help": "Put gen_ai.input/output.messages on the span."})
-    temperature: float | None = field(default=None, metadata={"help": "Sample at this temperature whatever the "
-                                      "request asks (rollout groups need diversity; agents often send 0)."})
-    token: str | None = field(default=None, metadata={"help": "Require 'Authorization: Bearer TOKEN' (all but /health)."})
-    allow_any_adapter_path: bool = field(default=False, metadata={"help": "load_lora_adapter may load folders outside DATA/adapters."})
-    agent_adapters: tuple[str, ...] = field(default=(), metadata={
-        "help": "AGENT or MODEL=AGENT: requests whose model is MODEL (default: the agent's name), or whose "
-                "x-spanrl-agent header names AGENT, get DATA/adapters/agents/AGENT/LATEST (spanrl train --agent), "
-                "reloaded when that LATEST moves."})
-
-    def __post_init__(self) -> None:
-        if self.max_batch < 1:
-            raise InputError(f"--max-batch must be at least 1, got {self.max_batch}")
-        if self.batch_wait_ms < 0:
-            raise InputError(f"--batch-wait-ms must be >= 0, got {self.batch_wait_ms}")
-        if self.threads is not None and self.threads < 1:
-            raise InputError(f"--threads must be at least 1, got {self.threads}")
-        if self.max_tokens < 1:
-            raise InputError(f"--max-tokens must be at least 1, got {self.max_tokens}")
-        if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
-            raise InputError(f"--temperature must be in [0, 2], got {self.temperature}")
-        self.served_model_aliases = tuple(self.served_model_aliases)
-        self.agent_adapters = tuple(self.agent_adapters)
-        try:  # each names a folder
-            [agent_adapters_dir(self.data, spec.rpartition("=")[2]) for spec in self.agent_adapters]
-        except ValueError as exc:
-            raise InputError(f"--agent-adapter: {exc}") from None
-        if any(not name.strip() for name in (self.served_model_name, *self.served_model_aliases) if name is not None):
-            raise InputError("--served-model-name is empty; give the name clients send as `model`")
 
 
 # --------------------------------------------------------------------------- the server

@@ -6,21 +6,15 @@ from pathlib import Path
 
 import click
 
+from spanrl.config import click_options
 from spanrl.options import data_option
+from spanrl.ui.config import UiConfig, make_ui_config
 
 
 @click.command()
 @data_option
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Bind address (without --token, anyone who reaches it reads the lake: keep it local).")
-@click.option("--port", default=8765, show_default=True, type=int, help="Port (0 picks a free one; the URL is printed).")
-@click.option("--token", default=None, envvar="SPANRL_UI_TOKEN",
-              help="Ask the browser for this token once (then an HttpOnly cookie); API calls send "
-                   "Authorization: Bearer TOKEN. Also $SPANRL_UI_TOKEN.")
-@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
-              help="Also answer to this Host name (repeatable). By default only the loopback names and the "
-                   "--host address are accepted, against DNS rebinding.")
-def ui(data: Path, host: str, port: int, token: str | None, allow_hosts: tuple[str, ...]) -> None:
+@click_options(UiConfig, "host", "port", "token", "allow_hosts", "config_file")
+def ui(data: Path, **flags: object) -> None:
     """Read-only web app over the data root: rollouts, one rollout's calls and rewards, tasks, snapshots,
     training cycles and a SQL box (the same guarded connection as `spanrl sql`).
 
@@ -30,4 +24,5 @@ def ui(data: Path, host: str, port: int, token: str | None, allow_hosts: tuple[s
     """
     from spanrl.ui.server import run_ui
 
-    run_ui(data, host, port, token or None, allow_hosts)
+    cfg = make_ui_config(data=data, **flags)  # flags > $SPANRL_UI_TOKEN > [ui] in spanrl.toml > defaults
+    run_ui(cfg.data, cfg.host, cfg.port, cfg.token, cfg.allow_hosts)

@@ -22,7 +22,7 @@ def served(tmp_path_factory: pytest.TempPathFactory):
     model = make_tiny_model(tmp_path_factory.mktemp("model") / "tiny-chat")
     exporter = InMemorySpanExporter()
     config = ServeConfig(model=model, data=tmp_path_factory.mktemp("data"), port=0, max_tokens=4, device="cpu",
-                         served_model_name="tiny", served_model_aliases=("gpt-4o-mini", "tiny"))
+                         served_model_names=("tiny", "gpt-4o-mini", "tiny"))
     running = serve_in_background(config, span_exporter=exporter)
     yield openai.OpenAI(base_url=running.url + "/v1", api_key="unused", max_retries=0, timeout=60), exporter, model
     running.stop()
@@ -57,4 +57,4 @@ def test_the_flag_is_repeatable_on_the_command_line(monkeypatch: pytest.MonkeyPa
     assert result.exit_code == 0, result.output
     assert (got[0].served_model_name, got[0].served_model_aliases) == ("mine", ("gpt-4o-mini",))
     with pytest.raises(InputError, match="--served-model-name is empty"):
-        ServeConfig(model=tmp_path, served_model_aliases=(" ",))
+        ServeConfig(model=tmp_path, served_model_names=("mine", " "))
