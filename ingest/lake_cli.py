@@ -17,13 +17,15 @@ if TYPE_CHECKING:
 
 @click.group()
 def lake() -> None:
-    """Housekeeping of the trace lake: compact small files, drop old date partitions, verify an S3 root.
+    """Housekeeping of the trace lake: compact small files, drop old date partitions, verify an S3 root,
+    collect an S3 root's unreferenced objects.
 
     \b
     Example:
       spanrl lake compact --data ./spanrl-data
       spanrl lake prune --keep-days 30 --dry-run
       spanrl lake verify --data s3://my-bucket/spanrl
+      spanrl lake gc --data s3://my-bucket/spanrl --dry-run
     """
 
 
@@ -95,6 +97,42 @@ def lake_verify(data: Path) -> None:
     if report.damaged:
         raise damaged_report(report)
     click.echo(report.summary())
+
+
+@lake.command("gc")
+@data_option
+@click.option("--keep-days", type=float, default=7, show_default=True,
+              help="Keep the objects of states replaced less than this many days ago (never less than an hour).")
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; change nothing.")
+def lake_gc(data: Path, keep_days: float, dry_run: bool) -> None:
+    """Delete the objects of an S3 data root that no state worth keeping names.
+
+    Kept: the current state and every state replaced less than --keep-days ago (readers may still be
+    on it), and every object their manifests name. Removed: the objects and manifests of runs killed
+    before they published, and those of older states. Holds the root's lease like any writer (exit 2
+    naming the holder while another writer runs). A local root is refused: it has no unreferenced
+    objects (each file lives under its own path and is replaced by rename).
+
+    \b
+    Example:
+      spanrl lake gc --data s3://my-bucket/spanrl --dry-run
+      spanrl lake gc --data s3://my-bucket/spanrl --keep-days 30
+    """
+    from spanrl.errors import InputError
+    from spanrl.garbage import collect_garbage
+    from spanrl.storage import is_remote
+
+    if not is_remote(data):
+        raise InputError(f"--data {data}: `spanrl lake gc` collects a data root on object storage (--data "
+                         "s3://BUCKET/PREFIX), where every state only adds immutable objects. A local root has no "
+                         "unreferenced objects: each file lives under its own path and is replaced by rename (a killed "
+                         "writer leaves only hidden drafts and work folders, .tmp-*, .trash-*, lake/_staging, that no "
+                         "reader sees); old data goes with `spanrl lake prune`, `spanrl transitions clean` and "
+                         "`spanrl adapters clean`")
+    if keep_days < 0:
+        raise InputError(f"--keep-days {keep_days:g}: give 0 or more days")
+    for line in collect_garbage(str(data), keep_days, dry_run=dry_run).summary():
+        click.echo(line)
 
 
 def human_bytes(n: int) -> str:

@@ -170,18 +170,20 @@ def push(store: ObjectStore, base: Path, state: RootState, lease: Lease, command
             if not store.exists(f"{OBJECTS}/{sha}"):  # else checked below like any object this run did not write
                 store.upload(f"{OBJECTS}/{sha}", root / rel)
                 uploaded.add(sha)
+                if os.environ.get("SPANRL_TEST_CRASH_AT") == "remote_upload":  # tests: die after one upload
+                    os._exit(137)
             known.add(sha)
     verified = {**_read_json(base / VERIFIED), **fetched}
     named_by = "the manifest this run publishes" if changed else (state.manifest or ROOT)
-    _write_json(base / VERIFIED, ensure_named(store, files, local, uploaded, verified, named_by,
-                                              lambda line: click.echo(line, err=True)))
+    etags = ensure_named(store, files, local, uploaded, verified, named_by, lambda line: click.echo(line, err=True))
+    _write_json(base / VERIFIED, etags)
     if not changed:
         _write_json(base / MIRROR_STATE, stamps)
         return None
     version = state.version + 1
     name = f"{MANIFESTS}/{version:08d}-{lease.body['token']}.json"
     mtimes = {rel: stamp[2] for rel, stamp in stamps.items()}
-    store.put(name, manifest_body(version, command, files, mtimes), if_none_match=True)
+    store.put(name, manifest_body(version, command, files, mtimes, state.manifest, etags), if_none_match=True)
     if os.environ.get("SPANRL_TEST_CRASH_AT") == "remote_publish":  # tests: die between manifest and swap
         os._exit(137)
     lease.check()

@@ -27,8 +27,9 @@ WRITERS = frozenset({"ingest", "transitions build", "transitions clean", "lake c
                      "adapters promote", "adapters clean", "judge", "prompts promote"})
 READERS = frozenset({"sql", "export", "ui", "tasks", "adapters list", "report", "prompts list", "prompts show",
                      "prompts diff"})
-# Commands that take an S3 root as it is on the store, without a mirror (they only read objects).
-DIRECT = frozenset({"lake verify"})
+# Commands that take an S3 root as it is on the store, without a mirror: `lake verify` only reads objects,
+# `lake gc` deletes unreferenced ones under the lease (spanrl/garbage.py).
+DIRECT = frozenset({"lake verify", "lake gc"})
 # Local commands that read the root's data, so a missing root is a typo, never "nothing yet". (The
 # writers check their own: `lake compact` says "no trace lake here", `transitions build` and `ingest`
 # "no such data root".)

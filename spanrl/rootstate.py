@@ -35,6 +35,7 @@ class RootState:
     etag: str | None  # ROOT's ETag (None: no state yet)
     manifest: str | None = None  # manifests/<version>-<token>.json (None: no state yet)
     mtimes: dict[str, int] = field(default_factory=dict)  # relative path -> the writer's mtime_ns
+    etags: dict[str, str] = field(default_factory=dict)  # sha256 -> the ETag of the object version the writer checked
 
     @property
     def name(self) -> str:
@@ -50,12 +51,16 @@ def object_key(sha: str) -> str:
     return f"{OBJECTS}/{sha}"
 
 
-def manifest_body(version: int, command: str, files: dict[str, list[Any]], mtimes: dict[str, int]) -> bytes:
+def manifest_body(version: int, command: str, files: dict[str, list[Any]], mtimes: dict[str, int],
+                  parent: str | None = None, etags: dict[str, str] | None = None) -> bytes:
     """A manifest: each file's sha256 and size, and its mtime on the writer (a fresh mirror gives its files
-    the same mtimes, so what stage 2 recorded about the lake files stays true there). ``mtimes`` is a key
-    of its own: a manifest without it (an older writer) is read as before."""
+    the same mtimes, so what stage 2 recorded about the lake files stays true there); ``parent``, the
+    manifest of the state it replaces (None: the first state), so ``spanrl lake gc`` tells the published
+    chain from a crashed run's manifest of the same version; ``etags``, {sha256: ETag} of the object versions
+    the writer checked, so a reader in place (spanrl/inplace.py) sees an overwritten object from one listing.
+    Each is a key of its own: a manifest without it (an older writer) is read as before."""
     return json.dumps({"version": version, "created_at": time.time(), "command": command, "files": files,
-                       "mtimes": mtimes}, sort_keys=True).encode()
+                       "mtimes": mtimes, "parent": parent, "etags": etags or {}}, sort_keys=True).encode()
 
 
 def missing_root(url: str) -> InputError:
@@ -73,8 +78,8 @@ def read_state(store: ObjectStore) -> RootState:
     if manifest is None:
         raise InputError(f"{store.url}: {ROOT} names {name}, which is missing; the root is damaged. Restore that "
                          f"object from the bucket's versioning or a backup; {_newest_hint(store)}")
-    files, mtimes = _manifest(store, name, manifest.body)
-    return RootState(files, version, pointer.etag, name, mtimes)
+    doc = parse_manifest(store, name, manifest.body)
+    return RootState(doc["files"], version, pointer.etag, name, doc["mtimes"], doc["etags"])
 
 
 def _pointer(store: ObjectStore, body: bytes) -> tuple[int, str]:
@@ -91,23 +96,29 @@ def _pointer(store: ObjectStore, body: bytes) -> tuple[int, str]:
     return version, name
 
 
-def _manifest(store: ObjectStore, name: str, body: bytes) -> tuple[dict[str, list[Any]], dict[str, int]]:
+def parse_manifest(store: ObjectStore, name: str, body: bytes) -> dict[str, Any]:
+    """A manifest's ``files``, ``mtimes``, ``etags`` (empty when an older writer left them out), ``parent``
+    (absent: an older writer that did not record it), ``version`` and ``created_at``, checked."""
     try:
         doc = json.loads(body)
-        files, mtimes = doc["files"], doc.get("mtimes") or {}
-        if not isinstance(files, dict) or not isinstance(mtimes, dict):
+        files, mtimes, etags = doc["files"], doc.get("mtimes") or {}, doc.get("etags") or {}
+        if not isinstance(files, dict) or not isinstance(mtimes, dict) or not isinstance(etags, dict):
             raise TypeError("files")
+        if not isinstance(doc.get("version", 0), int) or not isinstance(doc.get("created_at", 0), int | float):
+            raise TypeError("version")
+        if doc.get("parent") is not None and not _MANIFEST.fullmatch(str(doc["parent"])):
+            raise ValueError("parent")
         for rel, entry in files.items():
             sha, size = entry
             if not (_SHA256.fullmatch(sha) and isinstance(size, int) and size >= 0 and _safe(rel)):
                 raise ValueError(rel)
-        if not all(isinstance(v, int) for v in mtimes.values()):
+        if not all(isinstance(v, int) for v in mtimes.values()) or not all(isinstance(v, str) for v in etags.values()):
             raise TypeError("mtimes")
     except (ValueError, KeyError, TypeError):
         raise InputError(f"{store.url}/{name} (named by {ROOT}) is not a spanrl manifest (it holds "
                          f"{_shown(body)}); manifests are written once and never changed, so it was damaged or "
                          "overwritten on the store. Restore it from the bucket's versioning or a backup.") from None
-    return files, mtimes
+    return {**doc, "files": files, "mtimes": mtimes, "etags": etags}
 
 
 def _safe(rel: Any) -> bool:

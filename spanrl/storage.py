@@ -166,6 +166,16 @@ class ObjectStore:
     def delete(self, rel: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=self.key(rel))
 
+    def delete_many(self, rels: list[str]) -> None:
+        """Delete ``rels`` (1,000 per request); an error naming the first key the store refused."""
+        for start in range(0, len(rels), 1000):
+            batch = [{"Key": self.key(rel)} for rel in rels[start:start + 1000]]
+            r = self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
+            if r.get("Errors"):
+                err = r["Errors"][0]
+                raise InputError(f"{self.url}: the store refused to delete {err.get('Key')} ({err.get('Code')}: "
+                                 f"{err.get('Message')}); {len(r['Errors'])} key(s) of this batch were not deleted")
+
     def upload(self, rel: str, path: Path) -> None:
         self.client.upload_file(str(path), self.bucket, self.key(rel))
 
