@@ -166,7 +166,7 @@ def test_bad_combinations_say_what_to_do(tmp_path: Path) -> None:
     base = dict(tasks=tmp_path / "t.jsonl", n=1, command=["x"], data=tmp_path)
     with pytest.raises(InputError, match="--otlp-protocol describes --otlp"):
         RolloutConfig(**base, policy_url="http://p/v1", otlp_protocol="grpc")
-    with pytest.raises(InputError, match="use one of"):
+    with pytest.raises(InputError, match="choose one of http/protobuf"):
         RolloutConfig(**base, policy_url="http://p/v1", otlp="http://o:1", otlp_protocol="thrift")
     with pytest.raises(InputError, match="spanrl serve --served-model-name"):
         RolloutConfig(**base, policy_url="http://p/v1", served_model_names=["gpt-4o-mini"])
