@@ -34,10 +34,10 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from spanrl.errors import InputError
-from spanrl.gateway.asking import LOGPROB_FIELDS, LOGPROB_MODES, Asking
+from spanrl.gateway.asking import LOGPROB_FIELDS, Asking
 from spanrl.gateway.calls import PROMPT_UNKNOWN, Call
 from spanrl.gateway.chat import ChatCall, CompletionsCall
+from spanrl.gateway.config import GatewayConfig
 from spanrl.gateway.conversations import Conversations
 from spanrl.gateway.delivery import MIB, ORIGINAL_BYTES, TRUNCATED, Tally, fit, tracer_provider
 from spanrl.gateway.guard import gateway_guard
@@ -56,45 +56,8 @@ SERVICE_NAME = "spanrl-gateway"
 SCOPE = "spanrl.gateway"
 PREFIX = "/r/{rollout_id}/{traceparent}"
 UPSTREAM_TIMEOUT_S = 600.0
-MAX_SPAN_MIB_RANGE = (1 / 16, 48.0)  # the OTLP exporter refuses requests over 64 MiB itself
 COUNTERS = ("calls", "engine_ids", "failed", "unattributed", "truncated", "not_recorded", "prompt_unknown",
             "passed_through", "refused", "spans")
-
-
-@dataclass
-class GatewayConfig:
-    """What ``spanrl gateway`` users set."""
-
-    upstream: str
-    data: Path = Path("./spanrl-data")
-    host: str = "127.0.0.1"
-    port: int = 8400
-    otlp: str | None = None  # None: the embedded collector writing DATA/otel
-    token: str | None = None  # what agents must send; the upstream then gets upstream_key
-    upstream_key: str | None = None
-    capture_messages: bool = True
-    token_ids: str = "auto"  # auto: ask, stop asking when the upstream rejects the field; on; off
-    upstream_logprobs: str = "auto"  # the behaviour policy's log-probs: auto, always, never (gateway/asking.py)
-    allow_hosts: tuple[str, ...] = ()  # Host names answered besides the loopback names and ``host``
-    prompts: bool = False  # --prompts: put the agent's stored prompt into each call (gateway/prompting.py)
-    max_span_bytes: int = 8 * MIB  # one call's recorded content, and one export request, at most
-    max_request_bytes: int = 64 * MIB  # an agent's request body, at most (413 above)
-
-    def __post_init__(self) -> None:
-        if not self.upstream.startswith(("http://", "https://")):
-            raise InputError(f"--upstream {self.upstream!r}: give the upstream's base URL, e.g. http://127.0.0.1:8000/v1")
-        self.upstream = self.upstream.rstrip("/")
-        if self.token_ids not in ("auto", "on", "off"):
-            raise InputError(f"--token-ids must be auto, on or off, got {self.token_ids!r}")
-        if self.upstream_logprobs not in LOGPROB_MODES:
-            raise InputError(f"--upstream-logprobs must be auto, always or never, got {self.upstream_logprobs!r}")
-        lo, hi = MAX_SPAN_MIB_RANGE
-        if not lo * MIB <= self.max_span_bytes <= hi * MIB:
-            raise InputError(f"--max-span-mib must be between {lo} and {hi:g} (the OTLP exporter refuses requests "
-                             f"over 64 MiB), got {self.max_span_bytes / MIB:g}")
-        if self.max_request_bytes <= 0:
-            raise InputError(f"max_request_bytes must be positive, got {self.max_request_bytes}")
-        self.allow_hosts = tuple(self.allow_hosts)
 
 
 @dataclass

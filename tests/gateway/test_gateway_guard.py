@@ -110,7 +110,7 @@ def test_an_upstream_200_that_is_not_a_completion_is_a_502_counted_failed(gatewa
 
 def test_a_request_over_the_body_limit_is_a_413_counted_not_recorded(gateway) -> None:
     start, exporter, upstream = gateway
-    gw = start(max_request_bytes=64 * 1024)
+    gw = start(max_request_mib=1 / 16)
     big = json.dumps({**BODY, "messages": [{"role": "user", "content": "x" * 200_000}]}).encode()
     status, answer = _send(gw.url, big, {"Host": urlparse(gw.url).netloc, "Content-Type": "application/json"})
     assert status == 413 and "over 65536 bytes" in answer["error"]["message"]

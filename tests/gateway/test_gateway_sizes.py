@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from spanrl.gateway.delivery import MIB
 from spanrl.gateway.server import GatewayConfig, gateway_in_background
 from tests.gateway.canned_upstream import CannedUpstream
 from tests.rollout.lake import ingest, query_spans
@@ -62,14 +63,14 @@ def sized(tmp_path_factory):
     data.mkdir()
     with CannedUpstream() as upstream, collector(data, max_body_mib=1) as otlp:
         gw = gateway_in_background(GatewayConfig(upstream=upstream.url, data=data, port=0, otlp=otlp,
-                                                 max_span_bytes=BUDGET))
+                                                 max_span_mib=BUDGET / MIB))
         try:
             with ThreadPoolExecutor(len(CALLS)) as pool:  # at once: one export batch, as in the issue
                 ids = dict(zip(CALLS, pool.map(lambda kv: _call(gw.url, *kv), CALLS.items()), strict=True))
         finally:
             gw.stop()
         over = gateway_in_background(GatewayConfig(upstream=upstream.url, data=data, port=0, otlp=otlp,
-                                                   max_span_bytes=4 * 1024 * 1024))
+                                                   max_span_mib=4.0))
         try:
             _call(over.url, "refused", 2_000_000)  # 2.6 MB of span: under its budget, over the collector's limit
         finally:
