@@ -2,13 +2,13 @@
 per seed, a fresh data root; the unmodified agent (examples/calc_agent) run through ``spanrl gateway`` in
 front of ``spanrl serve`` (SmolLM2-135M, the demo's model) on a pool of training tasks, ingested; then the
 optimizer on other training tasks (demonstrations come from the pool's best rollouts; with
-``--optimizer-url`` also APO rewrites); then ``spanrl eval`` of the original prompt and LATEST on the 16
-held-out tasks through ``spanrl gateway --prompts`` pinned URLs. Prints a markdown table and writes
-``bench/results/prompts_demo.json``.
+``--optimizer-url`` also APO rewrites); then ``spanrl eval`` of the original prompt and LATEST on the demo's 64
+held-out tasks through ``spanrl gateway --prompts`` pinned URLs. Resumable: each finished seed is one line of
+``bench/results/prompts_demo.jsonl`` (a seed already there is skipped); prints a markdown table at the end.
 
     .venv/bin/python bench/prompts_demo.py --data /tmp/prompts-demo --seeds 0 1 2     # hours on 2 CPU cores
 
-Not run in the default test suite, and not yet measured (docs/prompts.md, "Not measured").
+Not run in the default test suite (``make prompts-demo``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -63,11 +64,13 @@ def agent(tasks: Path) -> list[str]:
 
 
 def one_seed(args: argparse.Namespace, seed: int) -> dict:
+    started_at = time.monotonic()
     data = Path(args.data) / f"seed-{seed}"
+    shutil.rmtree(data, ignore_errors=True)  # a seed cut short starts over: its lake would mix two runs
     data.mkdir(parents=True, exist_ok=True)
     pool = tasks_file(data / "tasks" / "pool.jsonl", "train", args.pool, 100 + seed)
     train = tasks_file(data / "tasks" / "train.jsonl", "train", args.train, seed)
-    heldout = tasks_file(data / "tasks" / "eval.jsonl", "eval", 16, 0)
+    heldout = tasks_file(data / "tasks" / "eval.jsonl", "eval", args.heldout, 0)
     model = args.model or str(data.parent / "models" / "smollm2-135m-instruct")
     if not args.model:
         from spanrl.serve.models import prepare_demo_model
@@ -109,7 +112,8 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict:
         serve.wait(60)
     doc = json.loads((data / "eval-prompts" / "eval.json").read_text())
     cmp = (doc["comparisons"] or [{}])[0]
-    return {"seed": seed, "latest": latest, "method": read_version(data, "calc", latest).meta.get("method"),
+    return {"seed": seed, "heldout_tasks": args.heldout, "n": args.n, "budget": args.budget,
+            "seconds": round(time.monotonic() - started_at, 1), "latest": latest, "method": read_version(data, "calc", latest).meta.get("method"),
             "original": doc["policies"]["original"]["mean"], "promoted": doc["policies"].get("latest", {}).get("mean"),
             "diff": cmp.get("diff"), "ci": cmp.get("ci"), "verdict": cmp.get("verdict", "nothing promoted")}
 
@@ -121,15 +125,25 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="base model folder (default: the demo's SmolLM2, prepared)")
     parser.add_argument("--pool", type=int, default=16, help="training tasks whose rollouts seed the lake")
     parser.add_argument("--train", type=int, default=16, help="tasks the optimizer scores on (train + validation)")
+    parser.add_argument("--heldout", type=int, default=64, help="held-out tasks (the demo's 64)")
     parser.add_argument("--n", type=int, default=2)
     parser.add_argument("--budget", type=int, default=96)
     parser.add_argument("--optimizer-url", default=None)
     parser.add_argument("--optimizer-model", default=None)
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "prompts_demo.jsonl"))
     args = parser.parse_args()
-    rows = [one_seed(args, s) for s in args.seeds]
-    out = ROOT / "bench" / "results" / "prompts_demo.json"
+    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(rows, indent=2) + "\n")
+    done = {json.loads(line)["seed"]: json.loads(line) for line in out.read_text().splitlines()
+            if line.strip()} if out.exists() else {}
+    for seed in args.seeds:
+        if seed in done:
+            print(f"seed {seed}: already in {out}, skipped", flush=True)
+            continue
+        done[seed] = one_seed(args, seed)
+        with out.open("a") as fh:
+            fh.write(json.dumps(done[seed]) + "\n")
+    rows = [done[s] for s in args.seeds]
     print("| seed | LATEST (method) | original | promoted | paired diff [95%] | verdict |\n| --- | --- | ---: | ---: | --- | --- |")
     for r in rows:
         ci = f"{r['diff']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}]" if r["diff"] is not None else ""

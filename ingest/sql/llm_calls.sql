@@ -14,7 +14,8 @@
 -- others; its place (trace, span) from a member inside an agent tree over a trace-root call span.
 -- merged_spans lists every other member span, so no merge is silent.
 -- agent_name: the nearest span at or above the call that is an agent (invoke_agent /
--- gen_ai.agent.name, OpenInference AGENT, agent.name, traceloop.span.kind = agent, a LangGraph node).
+-- gen_ai.agent.name, OpenInference AGENT, agent.name, traceloop.span.kind = agent, a LangGraph node);
+-- a merged call outside any agent tree takes the one agent its members name.
 WITH RECURSIVE conv AS MATERIALIZED (  -- every registered convention's rows (views.register_conventions);
                                      -- conv_row names a row, so its wide columns (the messages, the tools)
                                      -- stay here while the merging below runs on lean rows, and are read
@@ -229,7 +230,10 @@ multi AS (  -- a call seen twice or more: the best-ranked member, filled in from
            arg_min(start_ns, place_key) AS start_ns,
            arg_min(end_ns, place_key) AS end_ns,
            arg_min(service_name, place_key) AS service_name,
-           arg_min_null(agent_name, place_key) AS agent_name,  -- the agent of the span the row sits on (NULL too)
+           -- the agent of the span the row sits on, else the one agent every member that has one names
+           -- (a gateway's or server's twin sits outside the agent's tree; its client twin knows the agent)
+           coalesce(arg_min_null(agent_name, place_key),
+                    CASE WHEN count(DISTINCT agent_name) = 1 THEN any_value(agent_name) END) AS agent_name,
            arg_min(convention, rank_key) AS convention,
            coalesce(arg_min(m_provider, rank_key), any_value(m_provider)) AS provider,
            coalesce(arg_min(m_model, rank_key), any_value(m_model)) AS model,
