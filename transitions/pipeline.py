@@ -90,6 +90,11 @@ SNAPSHOT_STEPS: list[Step] = [
     Step("_rollout_rewards", ("_digests", "_rollout_air"), "snapshot/_rollout_rewards", "view"),
 ]
 
+# Every list, in the order a build runs them: what docs/architecture.md's step table shows, row by row
+# (tests/transitions/test_step_table.py holds the table to these lists).
+STEP_LISTS: dict[str, list[Step]] = {"STAGE2_STEPS": STAGE2_STEPS, "TRANSITION_STEPS": TRANSITION_STEPS,
+                                     "SNAPSHOT_STEPS": SNAPSHOT_STEPS}
+
 Generated = Callable[[], tuple[str, Mapping[str, Any] | None]]
 
 
