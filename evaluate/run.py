@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 from spanrl.errors import InputError
+from spanrl.evaluate.config import EvalConfig
 from spanrl.evaluate.stats import compare, summarize_policy
 from spanrl.judge.config import JudgeConfig
 from spanrl.layout import adapters_dir, latest_adapter_id
@@ -23,46 +24,6 @@ from spanrl.rollout.runs import OK, RunLog
 BASE = "base"  # --policy base: the base model without adapter
 PURPOSE = "spanrl.rollout.purpose=eval"  # resource attribute on every evaluation agent span
 RESAMPLES, SEED = 10_000, 0
-
-
-@dataclass
-class EvalConfig:
-    """What ``spanrl eval`` was asked; recorded in eval.json."""
-
-    tasks: Path
-    policies: list[str]
-    command: list[str]
-    score: str | None
-    n: int = 4
-    data: Path = Path("spanrl-data")
-    out: Path = Path("spanrl-eval")
-    level: float = 0.95
-    concurrency: int = 8
-    timeout_s: float = 120.0
-    env: dict[str, str] = field(default_factory=dict)
-    model: Path | None = None  # base model folder: serves the policies given as an adapter id, LATEST or base
-    served_model_names: list[str] = field(default_factory=list)  # with --model: names the started server answers to
-    judge_url: str | None = None  # --judge: rewards from the LLM judge (judge/) instead of --score
-    judge_model: str | None = None
-    rubric: Path | None = None
-    otlp: str | None = None  # --otlp: where the spans go (default: the collector writing DATA, else one started)
-    threads: int | None = None  # --threads: torch CPU threads of the started servers
-
-    def __post_init__(self) -> None:
-        if len(self.policies) < 1:
-            raise InputError("give at least one --policy (the first is the baseline the others are compared to)")
-        if len(set(self.policies)) != len(self.policies):
-            raise InputError("each --policy once: a policy compared with itself tells nothing")
-        if (self.score is None) == (self.judge_url is None):
-            raise InputError("give one way to score: --score CMD (a scorer command) or --judge URL --judge-model NAME "
-                             "(the LLM judge of `spanrl judge`)")
-        if self.judge_url is not None and not self.judge_model:
-            raise InputError("--judge needs --judge-model NAME (the model the judge server serves)")
-        if self.threads is not None and self.model is None:
-            raise InputError("--threads sets the `spanrl serve` eval starts for policies given as an adapter id, LATEST "
-                             "or base (with --model); a /v1 URL policy's server was started by you")
-        if not 0.5 <= self.level < 1.0:
-            raise InputError(f"--level {self.level}: use a confidence level such as 0.95")
 
 
 def split_policy(policy: str) -> tuple[str, str]:

@@ -24,7 +24,7 @@ from spanrl.rollout.process import OTLP_PROTOCOLS
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 PURPOSES = ("train", "eval")
 FILE = click.Path(dir_okay=False, path_type=Path)
-CONFIG_HELP = "spanrl.toml with a [{}] table (default DATA/spanrl.toml, then ./spanrl.toml)."
+CONFIG_HELP = "spanrl.toml whose [{}] section sets these defaults (default DATA/spanrl.toml, then ./spanrl.toml)."
 
 
 @dataclass(kw_only=True)
