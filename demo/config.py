@@ -3,9 +3,14 @@ and what each cycle yields."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import shlex
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
+import click
+
+from spanrl.config import find_config_file, given, knob, load_config_file, resolve
 from spanrl.errors import InputError
 
 TRAIN_AGENT, EVAL_AGENT, VAL_AGENT = "calc", "calc-eval", "calc-val"
@@ -40,39 +45,70 @@ METHODS: dict[str, tuple[list[str], list[str]]] = {
 DEFAULT_METHOD = "rl-no-air"
 
 
+# The smoke run: fewer tasks, same reply cap as the full demo. A calculator call is ~30 tokens of JSON
+# (``{"name": "calculator", "arguments": {"expression": "12 * 7"}}``); the earlier cap of 16 cut every
+# call short, so every tool call failed and every reward was 0 (issue 31). --quick (or ``quick = true``
+# in [demo]) puts these in place of the field defaults: a flag or a [demo] key still wins.
+QUICK = {"cycles": 1, "train_tasks": 2, "rollouts_per_task": 2, "eval_tasks": 4, "eval_subset": 4, "val_tasks": 4,
+         "max_tokens": 48, "method": "rl", "promote": "better"}
+
+
+def _quick(name: str) -> str:
+    return f" (--quick: {QUICK[name]})"
+
+
 @dataclass
 class DemoConfig:
-    """What one ``spanrl demo`` run does; the presets below are the documented defaults."""
+    """What one ``spanrl demo`` run does; every field a ``spanrl.config.knob`` (the flags are generated
+    from them; the ones without a flag are set in [demo] of spanrl.toml)."""
 
-    data: Path
-    model: Path | None = None
-    cycles: int = 5
-    seed: int = 0  # training tasks (seeded by seed and cycle) and LoRA init; held-out and validation stay fixed
-    method: str = DEFAULT_METHOD  # a key of METHODS: the ingest and train flags unless given explicitly
-    train_tasks: int = 4  # fresh training tasks per cycle
-    rollouts_per_task: int = 4  # a group per task: the group advantage needs several
+    data: Path = knob(help="Data root.")
+    config_file: Path | None = knob(None, "spanrl.toml with a [demo] table, also handed to the collector, serve, ingest "
+                                    "and train it starts (default: DATA/spanrl.toml, then ./spanrl.toml).",
+                                    flag="--config", click_type=click.Path(dir_okay=False, path_type=Path))
+    quick: bool = knob(False, f"A short run: {QUICK['cycles']} cycle, {QUICK['train_tasks']} training tasks x "
+                       f"{QUICK['rollouts_per_task']}, {QUICK['eval_tasks']} held-out and {QUICK['val_tasks']} validation "
+                       "tasks; keeps the policy unless the candidate is better (about 9 min on 2 busy cores).")
+    model: Path | None = knob(None, "Local base model folder (default: SmolLM2-135M-Instruct, prepared under DATA/models).",
+                              click_type=click.Path(file_okay=False, path_type=Path))
+    cycles: int = knob(5, "Training cycles to run" + _quick("cycles") + ".")
+    # training tasks (seeded by seed and cycle) and LoRA init; held-out and validation stay fixed
+    seed: int = knob(0, "Seed of the training tasks and the LoRA init.")
+    method: str = knob(DEFAULT_METHOD, "Training recipe: sft (expert iteration), rl (pg + air credit), rl-no-air, "
+                       "rl-discounted" + _quick("method") + ".", choices=tuple(METHODS))
+    train_tasks: int = knob(4, "Training tasks per cycle" + _quick("train_tasks") + ".")
+    rollouts_per_task: int = knob(4, "Rollouts per training task (a group: the group advantage needs several)"
+                                  + _quick("rollouts_per_task") + ".")
     # Held-out split (examples/calc_agent/tasks.py, 64 tasks): all ``eval_tasks`` at cycle 0 and after
     # the last cycle (the reported numbers), the first ``eval_subset`` at the cycles in between.
-    eval_tasks: int = 64
-    eval_subset: int = 16
-    val_tasks: int = 16  # validation split: the promotion gate (never trained on, never reported)
-    promote_margin: float = 0.1  # a candidate whose validation reward is lower by more stays a candidate
+    eval_tasks: int = knob(64, "Held-out tasks evaluated at cycle 0 and after the last cycle (max 64)"
+                           + _quick("eval_tasks") + ".")
+    eval_subset: int = knob(16, "Held-out tasks evaluated at the cycles between" + _quick("eval_subset") + ".")
+    val_tasks: int = knob(16, "Validation tasks scoring each candidate (max 32; never trained on, never reported)"
+                          + _quick("val_tasks") + ".")
+    promote_margin: float = knob(0.1, "Promote a candidate unless its validation reward is lower than the policy's by more.")
     # The gate (spanrl.demo.gate): "better" promotes only on a "better" verdict (what `spanrl adapters
     # promote --if-better` does); "margin" also promotes on no detectable difference within promote_margin.
-    promote: str = "margin"
+    promote: str = knob("margin", "Gate: promote only on a better verdict (as `spanrl adapters promote --if-better`), or "
+                        "also on no detectable difference within --promote-margin" + _quick("promote") + ".",
+                        choices=("better", "margin"))
+    ingest_args: list[str] | None = knob(None, "Flags for `spanrl ingest`, as one string (replace the method's).",
+                                         parse=shlex.split)
+    train_args: list[str] | None = knob(None, "Flags for `spanrl train`, as one string (replace the method's).",
+                                        parse=shlex.split)
     # The agent's sampling temperature, for training rollouts and held-out ones alike: the held-out
     # score measures the agent as it runs (greedy measures only the mode; see docs/demo.md).
-    temperature: float = 0.7
-    eval_temperature: float | None = None  # None: the same as temperature
-    max_tokens: int = 48
-    concurrency: int = 64
-    max_batch: int = 32  # the server's batch: all concurrent rollouts of a phase in one generate call
-    on_policy: bool = True  # train each cycle on its own rollouts only (see train_snapshot)
-    ingest_args: list[str] | None = None  # None: the method's
-    train_args: list[str] | None = None  # None: the method's
-    reload_timeout_s: float = 600.0
+    temperature: float = knob(0.7, "The agent's sampling temperature (training and held-out rollouts).")
+    eval_temperature: float | None = knob(None, "Held-out sampling temperature (default: temperature).")
+    max_tokens: int = knob(48, "The agent's reply cap per call.")
+    concurrency: int = knob(64, "Agent processes at once.")
+    max_batch: int = knob(32, "The server's batch: all concurrent rollouts of a phase in one generate call.")
+    on_policy: bool = knob(True, "Train each cycle on its own rollouts only (see train_snapshot).")
+    reload_timeout_s: float = knob(600.0, "Longest wait for the server to load a promoted adapter.")
 
     def __post_init__(self) -> None:
+        self.data = Path(self.data)
+        self.model = Path(self.model) if self.model is not None else None
         for name in ("cycles", "train_tasks", "rollouts_per_task", "eval_tasks", "eval_subset", "val_tasks",
                      "max_tokens", "concurrency"):
             if getattr(self, name) < (0 if name == "cycles" else 1):
@@ -86,6 +122,10 @@ class DemoConfig:
         if self.promote_margin < 0:
             raise InputError(f"demo: --promote-margin must be >= 0, got {self.promote_margin}")
         self.eval_subset = min(self.eval_subset, self.eval_tasks)
+        for name in ("ingest_args", "train_args"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                setattr(self, name, shlex.split(value))
         if self.ingest_args is None:
             self.ingest_args = list(METHODS[self.method][0])
         if self.train_args is None:
@@ -95,12 +135,37 @@ class DemoConfig:
         """Every held-out task at cycle 0 and for the policy after the run's last cycle; the subset between."""
         return self.eval_tasks if cycle == 0 or cycle >= last else self.eval_subset
 
+    @property
+    def config_args(self) -> list[str]:
+        """``--config FILE`` for the commands the demo starts, so they read the demo's own file."""
+        return ["--config", str(self.config_file)] if self.config_file is not None else []
 
-# The smoke run: fewer tasks, same reply cap as the full demo. A calculator call is ~30 tokens of JSON
-# (``{"name": "calculator", "arguments": {"expression": "12 * 7"}}``); the earlier cap of 16 cut every
-# call short, so every tool call failed and every reward was 0 (issue 31).
-QUICK = {"cycles": 1, "train_tasks": 2, "rollouts_per_task": 2, "eval_tasks": 4, "eval_subset": 4, "val_tasks": 4,
-         "max_tokens": 48, "method": "rl", "promote": "better"}
+
+def make_demo_config(**flags: Any) -> DemoConfig:
+    """Flags (None: not given) > [demo] in spanrl.toml > the --quick preset (when --quick or ``quick = true``)
+    > the field defaults."""
+    data = Path(flags["data"])
+    file = load_config_file(find_config_file(data, flags.get("config_file")))
+    table = file.table("demo", [f.name for f in fields(DemoConfig)])
+    preset = {k: v for k, v in QUICK.items() if k not in table} if flags.get("quick") or table.get("quick") else {}
+    return resolve(DemoConfig, {**preset, **{k: v for k, v in flags.items() if given(v)}}, "demo")
+
+
+def check_services(cfg: DemoConfig) -> None:
+    """The demo starts `spanrl collector` and `spanrl serve` itself, on loopback, and its agent sends no
+    token: their [collector] and [serve] sections (the demo's file) are read here, so a typo stops the
+    demo before it prepares anything, and a token is refused rather than failing every call."""
+    from spanrl.collector.config import make_collector_config
+    from spanrl.serve.config import make_serve_config
+
+    flags = {"config_file": cfg.config_file}
+    collector = make_collector_config(cfg.data, **flags)
+    serve = make_serve_config(data=cfg.data, model=cfg.model or Path("demo"), **flags)
+    for name, token, var in (("collector", collector.token, "SPANRL_COLLECTOR_TOKEN"),
+                             ("serve", serve.token, "SPANRL_SERVE_TOKEN")):
+        if token is not None:
+            raise InputError(f"demo: a token is set for `spanrl {name}` ([{name}] token in {cfg.config_file}, or "
+                             f"${var}), and the demo's agent sends none; unset it for the demo")
 
 
 @dataclass

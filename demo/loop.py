@@ -100,11 +100,12 @@ class Demo:
         self.data.mkdir(parents=True, exist_ok=True)
         model = self.cfg.model or self._prepare_model()
         otlp, grpc, serve = free_port(), free_port(), free_port()
-        collector_cmd = spanrl_command("collector", "--embedded", "--data", str(self.data),
-                                       "--http-port", str(otlp), "--grpc-port", str(grpc))
-        serve_cmd = spanrl_command("serve", "--model", str(model), "--data", str(self.data),
+        # loopback, whatever [collector] and [serve] say: the demo and its agent connect to 127.0.0.1
+        collector_cmd = spanrl_command("collector", "--embedded", "--data", str(self.data), "--host", "127.0.0.1",
+                                       "--http-port", str(otlp), "--grpc-port", str(grpc), *self.cfg.config_args)
+        serve_cmd = spanrl_command("serve", "--model", str(model), "--data", str(self.data), "--host", "127.0.0.1",
                                    "--adapter", "LATEST", "--port", str(serve), "--max-batch", str(self.cfg.max_batch),
-                                   "--otlp-endpoint", f"http://127.0.0.1:{otlp}")
+                                   "--otlp-endpoint", f"http://127.0.0.1:{otlp}", *self.cfg.config_args)
         serve_env = {**os.environ, "OTEL_BSP_SCHEDULE_DELAY": "500"}  # its spans reach the files promptly
         with (
             background("collector", collector_cmd, self.logs) as collector,
@@ -163,7 +164,7 @@ class Demo:
 
     def _ingest_command(self) -> list[str]:
         return spanrl_command("ingest", "--data", str(self.data), "--settle", "0s", "--agent", f"^{TRAIN_AGENT}$",
-                              *self.cfg.ingest_args)
+                              *self.cfg.config_args, *self.cfg.ingest_args)
 
     def _policy_name(self) -> str:
         folder = latest_adapter(adapters_dir(self.data))
@@ -255,7 +256,7 @@ class Demo:
         try:
             run_step("train", spanrl_command("train", "--data", str(self.data), "--model", str(model),
                                              "--snapshot", snapshot, "--seed", str(self.cfg.seed), "--no-promote",
-                                             *self.cfg.train_args), self.logs)
+                                             *self.cfg.config_args, *self.cfg.train_args), self.logs)
         except StepError as exc:
             if exc.code != 2 or "no trainable transitions" not in exc.log_tail:
                 raise
