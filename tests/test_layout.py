@@ -26,7 +26,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "rollout": {"collector", "query"},  # an embedded collector; past user inputs through the query connection
     "judge": {"transitions"},  # trajectories from snapshots; its scores leave as feedback files
     # the trajectory browser reads the lake (query), snapshots, the cycle log and the demo's report history
-    "ui": {"ingest", "transitions", "query", "trainer", "demo"},
+    # and the prompt store's versions with their evidence (prompts/store.py)
+    "ui": {"ingest", "transitions", "query", "trainer", "demo", "prompts"},
     "gateway": {"collector", "serve", "prompts"},  # an embedded collector; serve's span helpers and API errors;
     # --prompts: the prompt store (prompts/store.py)
     "prompts": {"rollout", "query", "evaluate"},  # scores prompts through the runner; the lake; paired statistics

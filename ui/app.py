@@ -25,6 +25,7 @@ from spanrl.ui.auth import auth_middleware, login_check, safe_next
 from spanrl.ui.data import Lake
 from spanrl.ui.filters import RolloutFilter, format_ns
 from spanrl.ui.guard import allowed_hosts, is_cross_site, origin_guard
+from spanrl.ui.prompt_versions import prompts_view
 from spanrl.ui.search import Searches
 
 CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; "
@@ -130,6 +131,10 @@ async def cycles(request: web.Request) -> web.StreamResponse:
     return render(request, "cycles.html", **await in_thread(pages.cycles_view, request.app[LAKE]))
 
 
+async def prompts(request: web.Request) -> web.StreamResponse:
+    return render(request, "prompts.html", **await in_thread(prompts_view, request.app[LAKE].data))
+
+
 async def sql(request: web.Request) -> web.StreamResponse:
     ctx = await in_thread(pages.sql_view, request.app[LAKE], request.query.get("q", ""), request.app[EXAMPLES])
     return render(request, "sql.html", status=400 if ctx["error"] else 200, **ctx)
@@ -209,6 +214,7 @@ def make_app(data: Path, token: str | None = None, lake: Lake | None = None, hos
     app.router.add_get("/snapshots", snapshots)
     app.router.add_get("/snapshots/{snapshot_id}", snapshot)
     app.router.add_get("/cycles", cycles)
+    app.router.add_get("/prompts", prompts)
     app.router.add_get("/sql", sql)
     app.router.add_get("/api/rollouts", api_rollouts)
     app.router.add_get("/api/search", search_status)

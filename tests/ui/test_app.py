@@ -48,7 +48,8 @@ def test_every_page_renders_with_security_headers(lake: Lake) -> None:
     sid = lake.latest_snapshot_id()
 
     async def check(client: TestClient) -> None:
-        for path in ("/rollouts", "/rollouts/ui-team", "/tasks", "/snapshots", f"/snapshots/{sid}", "/cycles", "/sql"):
+        for path in ("/rollouts", "/rollouts/ui-team", "/tasks", "/snapshots", f"/snapshots/{sid}", "/cycles", "/prompts",
+                     "/sql"):
             resp = await client.get(path)
             assert resp.status == 200, (path, await resp.text())
             assert "default-src 'self'" in resp.headers["Content-Security-Policy"]
