@@ -8,8 +8,10 @@ from pathlib import Path
 
 import click
 
+from spanrl.config import click_options, resolve
 from spanrl.errors import InputError
-from spanrl.options import data_option, parse_duration
+from spanrl.options import data_option
+from spanrl.prompts.config import OPTIMIZE_FLAGS, OptimizeConfig, PromptStoreFlags
 
 
 @click.group()
@@ -46,29 +48,30 @@ def list_prompts(data: Path) -> None:
 @data_option
 @click.argument("agent")
 @click.argument("version", required=False)
-@click.option("--meta", is_flag=True, help="Print the version's meta (JSON: parent, method, evidence) instead of the prompt.")
-def show(data: Path, agent: str, version: str | None, meta: bool) -> None:
+@click_options(PromptStoreFlags, "meta")
+def show(data: Path, agent: str, version: str | None, meta: bool | None) -> None:
     """Print an agent's prompt (LATEST, or VERSION) or, with --meta, its meta (JSON)."""
     from spanrl.prompts.store import read_version
 
+    flags = resolve(PromptStoreFlags, {"data": data, "meta": meta}, None)
     v = read_version(data, agent, version)
-    click.echo(json.dumps(v.meta, indent=2) if meta else v.text)
+    click.echo(json.dumps(v.meta, indent=2) if flags.meta else v.text)
 
 
 @prompts.command()
 @data_option
 @click.argument("agent")
 @click.argument("version")
-@click.option("--if-better", is_flag=True,
-              help="Only when the version's recorded evidence (spanrl prompts optimize) says better; else exit 2.")
-def promote(data: Path, agent: str, version: str, if_better: bool) -> None:
+@click_options(PromptStoreFlags, "if_better")
+def promote(data: Path, agent: str, version: str, if_better: bool | None) -> None:
     """Point AGENT's LATEST at VERSION (a staged candidate, or a roll back); the gateway applies it next call."""
     from spanrl.evaluate.stats import BETTER
     from spanrl.prompts.store import promote_version, read_version
 
+    flags = resolve(PromptStoreFlags, {"data": data, "if_better": if_better}, None)
     v = read_version(data, agent, version)
     evidence = v.meta.get("evidence") or {}
-    if if_better and evidence.get("verdict") != BETTER:
+    if flags.if_better and evidence.get("verdict") != BETTER:
         cmp = (evidence.get("validation") or {}).get("comparison") or {}
         raise InputError(f"{agent} {version}: verdict {evidence.get('verdict') or 'none recorded'}"
                          + (f" (diff {cmp['diff']:+.3f}, interval [{cmp['ci'][0]:+.3f}, {cmp['ci'][1]:+.3f}])"
@@ -94,34 +97,9 @@ def diff(data: Path, agent: str, v1: str, v2: str) -> None:
 
 @prompts.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @data_option
-@click.option("--agent", required=True, help="The agent: its x-spanrl-agent header or model name (or a stored agent).")
-@click.option("--tasks", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="JSON lines as `spanrl rollout` reads them; split into train and validation.")
-@click.option("--score", required=True, help='Scorer command, as `spanrl rollout --score`: {"task", "output"} in, a number out.')
-@click.option("--upstream", default=None, help="The model the agent calls (/v1 URL): a `spanrl gateway --prompts` is "
-                                               "started in front of it.")
-@click.option("--gateway", default=None, help="Or a running `spanrl gateway --prompts` on this data root (its root URL).")
-@click.option("--optimizer-url", default=None, help="OpenAI-compatible /v1 URL of the model that critiques and rewrites "
-                                                    "(APO); without it only demonstrations are tried.")
-@click.option("--optimizer-model", default=None, help="The optimizer's model name.")
-@click.option("--budget-rollouts", default=64, show_default=True, type=int, help="Agent runs for all scoring, at most.")
-@click.option("--n", "n", default=1, show_default=True, type=int, help="Samples per task (successive halving doubles it).")
-@click.option("--val-fraction", default=0.5, show_default=True, type=float, help="Share of the tasks held out for validation.")
-@click.option("--candidates", default=2, show_default=True, type=int, help="Rewrites per parent prompt and round.")
-@click.option("--beam", default=2, show_default=True, type=int, help="Prompts kept as parents for the next round.")
-@click.option("--rounds", default=1, show_default=True, type=int, help="APO rounds (critique -> rewrites -> scoring).")
-@click.option("--demos", default=2, show_default=True, type=int, help="Worked examples in the demonstrations candidate.")
-@click.option("--promote-if-better/--no-promote", default=True, show_default=True,
-              help="Promote the winner when the paired comparison on validation says better.")
-@click.option("--level", default=0.95, show_default=True, type=float, help="Confidence level of the paired interval.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the train/validation split.")
-@click.option("--concurrency", default=4, show_default=True, type=int, help="Agent processes at once.")
-@click.option("--timeout", default="120s", show_default=True, help="Per attempt.")
+@click_options(OptimizeConfig, *OPTIMIZE_FLAGS)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def optimize(data: Path, agent: str, tasks: Path, score: str, upstream: str | None, gateway: str | None,
-             optimizer_url: str | None, optimizer_model: str | None, budget_rollouts: int, n: int, val_fraction: float,
-             candidates: int, beam: int, rounds: int, demos: int, promote_if_better: bool, level: float, seed: int,
-             concurrency: int, timeout: str, command: tuple[str, ...]) -> None:
+def optimize(data: Path, command: tuple[str, ...], **flags: object) -> None:
     """Propose prompts for AGENT from its rewarded rollouts, score each by running the agent, promote a better one.
 
     Candidates: worked examples from the best rollouts of other tasks, and (with --optimizer-url)
@@ -130,12 +108,7 @@ def optimize(data: Path, agent: str, tasks: Path, score: str, upstream: str | No
     the current prompt on the validation split, paired over tasks. See docs/prompts.md.
     """
     from spanrl.options import existing_data_root
-    from spanrl.prompts.optimize import OptimizeConfig
     from spanrl.prompts.optimize import optimize as run
 
     existing_data_root(data)
-    run(OptimizeConfig(agent=agent, tasks=tasks, command=list(command), score=score, data=data, upstream=upstream,
-                       gateway=gateway, optimizer_url=optimizer_url, optimizer_model=optimizer_model,
-                       budget_rollouts=budget_rollouts, n=n, val_fraction=val_fraction, candidates=candidates,
-                       beam=beam, rounds=rounds, demos=demos, promote_if_better=promote_if_better, level=level,
-                       seed=seed, concurrency=concurrency, timeout_s=parse_duration(timeout)))
+    run(resolve(OptimizeConfig, {**flags, "data": data, "command": list(command)}, "prompts"))

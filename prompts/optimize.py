@@ -16,14 +16,13 @@ import json
 import math
 import random
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from spanrl.errors import InputError
 from spanrl.evaluate.run import RESAMPLES, SEED, EvalConfig
 from spanrl.evaluate.stats import BETTER, compare
 from spanrl.prompts.candidates import Optimizer, demonstrations
+from spanrl.prompts.config import OptimizeConfig
 from spanrl.prompts.lake import Example, agent_examples, most_common_prompt
 from spanrl.prompts.scoring import Score, Scorer, check_gateway, started_gateway
 from spanrl.prompts.store import (
@@ -37,46 +36,6 @@ from spanrl.prompts.store import (
     text_sha256,
 )
 from spanrl.rollout.tasks import Task, read_tasks
-
-
-@dataclass
-class OptimizeConfig:
-    agent: str
-    tasks: Path
-    command: list[str]
-    score: str
-    data: Path = Path("spanrl-data")
-    upstream: str | None = None  # start `spanrl gateway --prompts --upstream URL` for the scoring runs
-    gateway: str | None = None  # or use this running one (started with --prompts on the same data root)
-    optimizer_url: str | None = None
-    optimizer_model: str | None = None
-    budget_rollouts: int = 64
-    n: int = 1
-    val_fraction: float = 0.5
-    candidates: int = 2  # rewrites per parent and round
-    beam: int = 2
-    rounds: int = 1
-    demos: int = 2
-    promote_if_better: bool = True
-    level: float = 0.95
-    seed: int = 0
-    concurrency: int = 4
-    timeout_s: float = 120.0
-    env: dict[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if (self.upstream is None) == (self.gateway is None):
-            raise InputError("give the policy the agent calls: --upstream URL (a gateway with --prompts is started in "
-                             "front of it) or --gateway URL (a running `spanrl gateway --prompts` on this data root)")
-        if (self.optimizer_url is None) != (self.optimizer_model is None):
-            raise InputError("--optimizer-url and --optimizer-model go together (an OpenAI-compatible /v1 URL and its model)")
-        if not self.command:
-            raise InputError("give the agent command after `--`, as `spanrl rollout` takes it")
-        if not 0 < self.val_fraction < 1:
-            raise InputError(f"--val-fraction must be between 0 and 1, got {self.val_fraction}")
-        for name in ("budget_rollouts", "n", "candidates", "beam", "rounds"):
-            if getattr(self, name) < 1:
-                raise InputError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
 
 
 def split_tasks(tasks: list[Task], val_fraction: float, seed: int) -> tuple[list[Task], list[Task]]:
