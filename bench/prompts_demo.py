@@ -1,10 +1,11 @@
 """The demo's calculator agent, its system prompt optimized by ``spanrl prompts optimize`` (docs/prompts.md):
-per seed, a fresh data root; the unmodified agent (examples/calc_agent) run through ``spanrl gateway`` in
+per seed, its own data root; the unmodified agent (examples/calc_agent) run through ``spanrl gateway`` in
 front of ``spanrl serve`` (SmolLM2-135M, the demo's model) on a pool of training tasks, ingested; then the
 optimizer on other training tasks (demonstrations come from the pool's best rollouts; with
 ``--optimizer-url`` also APO rewrites); then ``spanrl eval`` of the original prompt and LATEST on the demo's 64
 held-out tasks through ``spanrl gateway --prompts`` pinned URLs. Resumable: each finished seed is one line of
-``bench/results/prompts_demo.jsonl`` (a seed already there is skipped); prints a markdown table at the end.
+``bench/results/prompts_demo.jsonl`` (a seed already there is skipped) and a seed cut short resumes its runs
+(fixed ports, so the run ids repeat); prints a markdown table at the end.
 
     .venv/bin/python bench/prompts_demo.py --data /tmp/prompts-demo --seeds 0 1 2     # hours on 2 CPU cores
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -66,8 +66,9 @@ def agent(tasks: Path) -> list[str]:
 def one_seed(args: argparse.Namespace, seed: int) -> dict:
     started_at = time.monotonic()
     data = Path(args.data) / f"seed-{seed}"
-    shutil.rmtree(data, ignore_errors=True)  # a seed cut short starts over: its lake would mix two runs
-    data.mkdir(parents=True, exist_ok=True)
+    data.mkdir(parents=True, exist_ok=True)  # a seed cut short resumes: fixed ports keep every run id the same,
+    # so `spanrl rollout` / `spanrl eval` skip finished samples and the optimizer reuses its scored candidates
+    port = args.port_base + 10 * seed
     pool = tasks_file(data / "tasks" / "pool.jsonl", "train", args.pool, 100 + seed)
     train = tasks_file(data / "tasks" / "train.jsonl", "train", args.train, seed)
     heldout = tasks_file(data / "tasks" / "eval.jsonl", "eval", args.heldout, 0)
@@ -76,11 +77,11 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict:
         from spanrl.serve.models import prepare_demo_model
 
         model = str(prepare_demo_model(data.parent))
-    serve, upstream = started([*SPANRL, "serve", "--model", model, "--data", str(data), "--port", "0",
+    serve, upstream = started([*SPANRL, "serve", "--model", model, "--data", str(data), "--port", str(port),
                                "--served-model-name", "default"], data / "logs" / "serve.log", r"on (http://\S+/v1)")
     try:
-        gw, root = started([*SPANRL, "gateway", "--data", str(data), "--upstream", upstream, "--port", "0"],
-                           data / "logs" / "gateway.log", r"spanrl gateway: (http://\S+)/v1")
+        gw, root = started([*SPANRL, "gateway", "--data", str(data), "--upstream", upstream, "--port",
+                            str(port + 1)], data / "logs" / "gateway.log", r"spanrl gateway: (http://\S+)/v1")
         try:
             run([*SPANRL, "rollout", "--data", str(data), "--tasks", str(pool), "--n", str(args.n), "--policy-url",
                  root + "/v1", "--score", SCORE, "--timeout", "600s", "--", *agent(pool)])
@@ -96,8 +97,8 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict:
         from spanrl.prompts.store import latest_version, read_version
 
         latest = latest_version(data, "calc") or "0001"
-        gw, root = started([*SPANRL, "gateway", "--prompts", "--data", str(data), "--upstream", upstream, "--port", "0"],
-                           data / "logs" / "gateway-prompts.log", r"spanrl gateway: (http://\S+)/v1")
+        gw, root = started([*SPANRL, "gateway", "--prompts", "--data", str(data), "--upstream", upstream,
+                            "--port", str(port + 2)], data / "logs" / "gateway-prompts.log", r"spanrl gateway: (http://\S+)/v1")
         try:
             policies = ["--policy", f"original={root}/p/calc/0001/v1"]
             if latest != "0001":
@@ -125,6 +126,8 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="base model folder (default: the demo's SmolLM2, prepared)")
     parser.add_argument("--pool", type=int, default=16, help="training tasks whose rollouts seed the lake")
     parser.add_argument("--train", type=int, default=16, help="tasks the optimizer scores on (train + validation)")
+    parser.add_argument("--port-base", type=int, default=18400,
+                        help="seed S uses ports BASE+10S .. +2 (serve, gateway, gateway --prompts): fixed, so a rerun resumes")
     parser.add_argument("--heldout", type=int, default=64, help="held-out tasks (the demo's 64)")
     parser.add_argument("--n", type=int, default=2)
     parser.add_argument("--budget", type=int, default=96)
