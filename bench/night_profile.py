@@ -140,7 +140,7 @@ PURPOSES = [
     ("segments + incremental plan", ("_responses", "_traces", "coverage", "_new_", "seeds", "closure", "twins",
                                      "_touched", "_prior_", "lake_clocks", "spans_touched", "logs_touched",
                                      "segment_hits", "FROM llm_calls) ORDER BY", "REPLACE (")),
-    ("transition rows + credit", ("transition_base", "transitions AS", "_rollout_adv", "transition_rows")),
+    ("transition rows + credit", ("transition_base", "transitions AS", "_rollout_frame", "transition_rows")),
 ]
 
 

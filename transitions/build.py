@@ -39,8 +39,8 @@ from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.credit import (
     ADVANTAGE_COLUMNS,
     EPS,
+    advantage_params,
     builder_transitions_sql,
-    create_rollout_advantages,
 )
 from spanrl.transitions.incremental import (
     MAX_CLOSURE_ROUNDS,
@@ -329,8 +329,7 @@ def _snapshot(cfg: BuildConfig, state: dict[str, Any], config: dict[str, Any], p
         con.execute("SET enable_progress_bar = false")
         con.execute(NO_AUTO_CHECKPOINT)
         register_build_views(con, data, state)
-        _air_totals(con, data, state)
-        create_rollout_advantages(con, cfg.advantage, EPS)
+        _advantages(con, data, state, cfg.advantage)
         stats = collect_stats(con, plan, cfg.settle_s, state)
         latest = latest_manifest(data)
         stats["config_changed"] = changed_row_config(latest, config)
@@ -359,15 +358,15 @@ def _snapshot(cfg: BuildConfig, state: dict[str, Any], config: dict[str, Any], p
         con.close()
 
 
-def _air_totals(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any]) -> None:
-    """``_rollout_rewards`` (``register_build_views``: per rollout from ``_digests``) with each
-    rollout's AIR total ``s`` and call count ``n`` (``snapshot/rollout_air.sql`` over every segment's
-    stored rows: two narrow columns), what credit ``air`` puts into the group statistics."""
+def _advantages(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any], advantage: str) -> None:
+    """``SNAPSHOT_STEPS`` over every segment: ``_rollout_rewards`` (per rollout from ``_digests``,
+    ``register_build_views``) with each rollout's AIR total ``s`` and call count ``n`` (over every
+    segment's stored rows: two narrow columns), then the advantages table ``_rollout_adv``."""
     parts = [str(p) for p in segment_files(data, state, "transitions")]
     body = (f"SELECT * FROM read_parquet({sql_literal(parts)})" if parts
             else "SELECT NULL::VARCHAR AS rollout_id, NULL::INTEGER AS step, NULL::DOUBLE AS step_reward WHERE false")
     con.execute(f"CREATE OR REPLACE TEMP VIEW transition_rows AS {body}")
-    run_steps(con, SNAPSHOT_STEPS, materialize=True)
+    run_steps(con, SNAPSHOT_STEPS, materialize=True, params=advantage_params(advantage, EPS))
 
 
 def open_lake(cfg: BuildConfig) -> duckdb.DuckDBPyConnection:

@@ -141,10 +141,13 @@ def compute_advantages(
 def run_advantages(
     con: duckdb.DuckDBPyConnection, credit: str, gamma: float, advantage: str, eps: float = EPS, **knobs: Any
 ) -> pa.Table:
-    """Both steps over the relation ``transition_rows`` on ``con``, in (rollout_id, step) order."""
-    con.execute("CREATE OR REPLACE TEMP VIEW _rollout_air AS " + read_sql("snapshot/rollout_air"))
-    con.execute("CREATE OR REPLACE TEMP VIEW _rollout_rewards AS " + read_sql("advantages/_rollout_rewards"))
-    create_rollout_advantages(con, advantage, eps)
+    """Both steps over the relation ``transition_rows`` on ``con``, in (rollout_id, step) order: the
+    snapshot's steps (``pipeline.DIGEST_STEPS`` as views, where only task and reward are read, then
+    ``SNAPSHOT_STEPS``), then the credit mode."""
+    from spanrl.transitions.pipeline import DIGEST_STEPS, SNAPSHOT_STEPS, run_steps
+
+    run_steps(con, DIGEST_STEPS, materialize=False)
+    run_steps(con, SNAPSHOT_STEPS, materialize=True, params=advantage_params(advantage, eps))
     return apply_advantages(con, {"credit": credit, "gamma": gamma, **knobs})
 
 
@@ -160,11 +163,10 @@ def with_air_columns(relation: str, names: Sequence[str]) -> str:
     return f"SELECT *{', ' if missing else ''}{', '.join(missing)} FROM {relation}"
 
 
-def create_rollout_advantages(con: duckdb.DuckDBPyConnection, advantage: str, eps: float = EPS) -> None:
-    """TEMP TABLE ``_rollout_adv`` (``ADVANTAGE_COLUMNS``) from ``_rollout_rewards`` (rollout_id,
-    task_id, r, s, n: the AIR total and the number of calls)."""
-    con.execute("CREATE OR REPLACE TEMP TABLE _rollout_adv AS " + read_sql("snapshot/rollout_advantages"),
-                {"advantage": advantage, "eps": eps})
+def advantage_params(advantage: str, eps: float = EPS) -> dict[str, dict[str, Any]]:
+    """``run_steps``' ``params`` for ``SNAPSHOT_STEPS``: the baseline and eps ``_rollout_adv``
+    (``snapshot/rollout_advantages.sql``, ``ADVANTAGE_COLUMNS``) binds."""
+    return {"_rollout_adv": {"advantage": advantage, "eps": eps}}
 
 
 # The credit modes: one statement each in sql/credit/<mode>.sql, found by file name, so a new mode is a
@@ -249,10 +251,11 @@ def credit_view_sql(config: Mapping[str, Any] | Any, rows: str, adv: str, snapsh
 def builder_transitions_sql(cfg: Any) -> str:
     """The builder's ``transitions`` (TRANSITION_STEPS): its new rows with their returns, advantage unset
     (the snapshot reader's: it moves with every night), unordered. A view over ``_transition_base``: its
-    two readers (the digests, the segment writer, which sorts) each join the rows to ``_rollout_adv``
-    instead of a table holding every prompt once more."""
+    two readers (the digests, the segment writer, which sorts) each join the rows to ``_rollout_frame``
+    (the new rows' per-rollout frame, in the place of the mode's ``_rollout_adv``) instead of a table
+    holding every prompt once more."""
     return ("SELECT * REPLACE (NULL::DOUBLE AS advantage) FROM ("
-            + credit_view_sql(cfg, "_transition_base", "_rollout_adv", ordered=False) + ")")
+            + credit_view_sql(cfg, "_transition_base", "_rollout_frame", ordered=False) + ")")
 
 
 def _literal(value: Any) -> str:

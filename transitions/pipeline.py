@@ -15,8 +15,10 @@ These choices are measured ones (docs/transitions.md); changing one changes the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import duckdb
@@ -28,12 +30,15 @@ from spanrl.transitions.sqlfiles import read_sql
 @dataclass(frozen=True)
 class Step:
     """One stage-2 relation: ``creates`` from ``sql`` (a file under ``transitions/sql/`` without
-    ``.sql``; None: the caller generates the SELECT) over ``reads``; ``kind`` is table, view or heavy."""
+    ``.sql``; None: the caller generates the SELECT) over ``reads``; ``kind`` is table, view or heavy.
+    ``template``: the file is a template the caller fills in (its SELECT comes from ``generated``).
+    A step's file declares the same ``-- reads:`` and ``-- creates:`` in its header (``declared``)."""
 
     creates: str
     reads: tuple[str, ...]
     sql: str | None
     kind: str = "heavy"
+    template: bool = False
 
     def relation(self, materialize: bool) -> str:
         """TABLE or VIEW, for this run."""
@@ -61,9 +66,9 @@ STAGE2_STEPS: list[Step] = [
          "rewards/_feedback_rewards"),
     Step("_air_candidates", ("spans", "_span_facts", "tool_calls", "_span_tree", "_rollout_calls"), "rewards/_air_candidates",
          "view"),
-    # the template rewards/_air_rule_hits.sql with the AIR rules' predicates (air.air_rule_hits_sql, which
-    # also binds the rules into _air_rules); a table whenever stage 2 is materialised
-    Step("_air_rule_hits", ("_air_candidates",), None),
+    # the template rewards/_air_rule_hits.sql filled with the AIR rules' predicates (air.air_rule_hits_sql,
+    # which also binds the rules into _air_rules); a table whenever stage 2 is materialised
+    Step("_air_rule_hits", ("_air_candidates",), "rewards/_air_rule_hits", template=True),
     Step("_air_hits", ("_air_rule_hits", "_air_rules"), "rewards/_air_hits", "view"),
     Step("rewards", ("_explicit_rewards", "_feedback_rewards", "_air_hits"), "rewards/rewards"),
     Step("rollouts", ("tool_calls", "_span_tree", "_rollout_status", "_rollout_tasks", "_rollout_calls",
@@ -77,25 +82,62 @@ STAGE2_STEPS: list[Step] = [
 TRANSITION_STEPS: list[Step] = [
     Step("_transition_base", ("rollouts", "llm_calls", "_rollout_calls", "_rollout_status", "_air_hits"),
          "snapshot/transition_base", "table"),
-    Step("_rollout_adv", ("_transition_base",), "snapshot/_rollout_adv", "table"),
-    Step("transitions", ("_transition_base", "_rollout_adv"), None, "view"),
+    Step("_rollout_frame", ("_transition_base",), "snapshot/_rollout_frame", "table"),
+    Step("transitions", ("_transition_base", "_rollout_frame"), None, "view"),
     Step("transition_rows", ("transitions",), "snapshot/transition_rows", "view"),
 ]
 
-# The snapshot's per-rollout AIR totals (build.py, on the snapshot's own connection, where
-# ``transition_rows`` reads every segment's stored rows and ``_digests`` is tables.register_build_views'):
-# what credit ``air`` puts into the group statistics.
+# Per rollout of ``transition_rows`` (rows a reader holds: a snapshot's parts, a bare table for
+# credit.compute_advantages): task, reward, row count and digest. The builder does not run it: its
+# segments store these digests (the segment writer's ``digests``), read back as ``_digests``.
+DIGEST_STEPS: list[Step] = [
+    Step("_digests", ("transition_rows",), "snapshot/rollout_digests"),
+]
+
+# The advantages over every rollout (build.py, on the snapshot's own connection, where ``transition_rows``
+# reads every segment's stored rows and ``_digests`` is tables.register_build_views'; credit.run_advantages
+# after DIGEST_STEPS): each rollout's AIR total (what credit ``air`` puts into the group statistics), its
+# reward, and A_r (``_rollout_adv``: bound ``advantage`` and ``eps``, run_steps' ``params``).
 SNAPSHOT_STEPS: list[Step] = [
     Step("_rollout_air", ("transition_rows",), "snapshot/rollout_air", "table"),
     Step("_rollout_rewards", ("_digests", "_rollout_air"), "snapshot/_rollout_rewards", "view"),
+    Step("_rollout_adv", ("_rollout_rewards",), "snapshot/rollout_advantages", "table"),
 ]
 
 # Every list, in the order a build runs them: what docs/architecture.md's step table shows, row by row
 # (tests/transitions/test_step_table.py holds the table to these lists).
 STEP_LISTS: dict[str, list[Step]] = {"STAGE2_STEPS": STAGE2_STEPS, "TRANSITION_STEPS": TRANSITION_STEPS,
-                                     "SNAPSHOT_STEPS": SNAPSHOT_STEPS}
+                                     "DIGEST_STEPS": DIGEST_STEPS, "SNAPSHOT_STEPS": SNAPSHOT_STEPS}
 
 Generated = Callable[[], tuple[str, Mapping[str, Any] | None]]
+
+
+DECLARED = re.compile(r"^-- (reads|creates):(.*)$")
+
+
+@cache
+def declared(sql: str) -> tuple[tuple[str, ...], str | None]:
+    """What ``transitions/sql/<sql>.sql`` says in its header comment: (``-- reads: a, b``, ``-- creates: x``)."""
+    found: dict[str, str] = {}
+    for line in read_sql(sql).splitlines():
+        if not line.startswith("--"):
+            break
+        if m := DECLARED.match(line):
+            found[m[1]] = m[2].strip()
+    reads = tuple(n.strip() for n in found.get("reads", "").split(",") if n.strip())
+    return reads, found.get("creates") or None
+
+
+def check_declared(step: Step) -> None:
+    """A step's file must declare what its Step in this module does: the file and the list cannot disagree."""
+    if step.sql is None:
+        return
+    reads, creates = declared(step.sql)
+    if creates != step.creates or reads != step.reads:
+        raise RuntimeError(
+            f"transitions/sql/{step.sql}.sql declares '-- reads: {', '.join(reads)}' and '-- creates: {creates}', "
+            f"its step in transitions/pipeline.py reads {', '.join(step.reads)} and creates {step.creates}: "
+            "make them say the same")
 
 
 def create(con: duckdb.DuckDBPyConnection, name: str, kind: str, body: str,
@@ -118,12 +160,15 @@ def relations(con: duckdb.DuckDBPyConnection) -> set[str]:
 
 def run_steps(con: duckdb.DuckDBPyConnection, steps: list[Step], materialize: bool,
               generated: Mapping[str, Generated] | None = None,
-              errors: Mapping[str, Callable[[duckdb.Error], Exception]] | None = None) -> None:
+              errors: Mapping[str, Callable[[duckdb.Error], Exception]] | None = None,
+              params: Mapping[str, Mapping[str, Any]] | None = None) -> None:
     """Create each step's relation in order. ``generated``: the SELECT (and bound values) of the steps
-    without a file; ``errors``: per step, what a DuckDB error becomes (a bad AIR rule names the rule)."""
-    generated, errors = generated or {}, errors or {}
+    without a file; ``errors``: per step, what a DuckDB error becomes (a bad AIR rule names the rule);
+    ``params``: per step, the values its file's ``$parameters`` are bound to (a table step only)."""
+    generated, errors, params_of = generated or {}, errors or {}, params or {}
     have = relations(con)
     for step in steps:
+        check_declared(step)
         missing = [r for r in step.reads if r not in have]
         if missing:
             have = relations(con)  # made outside the list (_air_rules, by the generated step before it)
@@ -131,12 +176,13 @@ def run_steps(con: duckdb.DuckDBPyConnection, steps: list[Step], materialize: bo
         if missing:
             raise RuntimeError(f"stage-2 step {step.creates!r} reads {', '.join(missing)}, which nothing created "
                                "on this connection: transitions/pipeline.py lists the steps in order")
-        if step.sql is not None:
-            body, params = read_sql(step.sql), None
+        if step.sql is not None and not step.template:
+            body, params = read_sql(step.sql), params_of.get(step.creates)
         elif step.creates in generated:
             body, params = generated[step.creates]()
         else:
-            raise RuntimeError(f"stage-2 step {step.creates!r} has no SQL file; its caller must generate it")
+            raise RuntimeError(f"stage-2 step {step.creates!r} is generated (no SQL file, or a template); "
+                               "its caller must generate it")
         try:
             create(con, step.creates, step.relation(materialize), body, params)
         except duckdb.Error as exc:

@@ -32,6 +32,7 @@ from spanrl.errors import InputError, resource_trouble
 from spanrl.publish import clean_drafts, draft_folder, publish, read_pointer, write_text_atomic
 from spanrl.sqlfiles import one, parquet_rows, scratch, sql_literal
 from spanrl.transitions.credit import credit_view_sql, with_air_columns
+from spanrl.transitions.pipeline import DIGEST_STEPS, run_steps
 from spanrl.transitions.schema import COLUMNS, SCHEMA_VERSION, conform, transition_schema
 from spanrl.transitions.sqlfiles import read_sql
 
@@ -91,7 +92,7 @@ def content_hash(folder: Path) -> str:
     con = duckdb.connect()
     try:
         _rows_view(con, sorted(folder.glob("part-*.parquet")))
-        con.execute("CREATE TEMP TABLE _digests AS " + read_sql("snapshot/rollout_digests"))
+        run_steps(con, DIGEST_STEPS, materialize=True)
         adv = folder / ADVANTAGES
         return hash_content(con, "_digests", _parquet(adv) if adv.is_file() else None,
                             adv.is_file() and _has_air_columns(con, adv))
@@ -346,7 +347,7 @@ def read_snapshot(data: Path | str, ref: str = "LATEST") -> tuple[pa.Table, dict
         adv_name = manifest.get("advantages")
         adv = _parquet(folder / adv_name) if adv_name else None
         try:
-            con.execute("CREATE TEMP TABLE _digests AS " + read_sql("snapshot/rollout_digests"))
+            run_steps(con, DIGEST_STEPS, materialize=True)
             air = bool(adv_name) and _has_air_columns(con, folder / adv_name)
             read = hash_content(con, "_digests", adv, air)
             n = one(con, "SELECT coalesce(sum(n_rows), 0) AS n FROM _digests")["n"]

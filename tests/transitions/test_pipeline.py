@@ -12,15 +12,19 @@ from spanrl.transitions.pipeline import (
     SNAPSHOT_STEPS,
     STAGE1,
     STAGE2_STEPS,
+    STEP_LISTS,
     TRANSITION_STEPS,
     Step,
+    check_declared,
+    declared,
     run_steps,
 )
 from spanrl.transitions.sqlfiles import read_sql
 
 # Registered before the steps run: stage 1's relations, the feedback rows and priors, the bound AIR rules.
 INPUTS = {*STAGE1, *PRIOR_INPUTS, "_feedback", "_air_rules", "_digests"}
-STEPS = STAGE2_STEPS + TRANSITION_STEPS + SNAPSHOT_STEPS  # the snapshot's transition_rows: every segment's rows
+STEPS = [s for steps in STEP_LISTS.values() for s in steps]  # the snapshot's transition_rows: every segment's rows
+assert STEPS[:len(STAGE2_STEPS) + len(TRANSITION_STEPS)] == STAGE2_STEPS + TRANSITION_STEPS and SNAPSHOT_STEPS
 KNOWN = INPUTS | {s.creates for s in STEPS}
 
 
@@ -67,3 +71,31 @@ def test_runner_creates_tables_or_views_in_order() -> None:
     run_steps(con, steps, materialize=False, generated=bodies)  # the table becomes a view (dropped first)
     kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables").fetchall())
     assert kinds["_b"] == "LOCAL TEMPORARY" and kinds["_c"] == "VIEW"
+
+
+@pytest.mark.parametrize("step", [s for s in STEPS if s.sql], ids=lambda s: f"{s.creates}:{s.sql}")
+def test_each_step_file_declares_its_step(step: Step) -> None:
+    """`-- reads:` / `-- creates:` in the file's header are its Step's (run_steps checks it on load too)."""
+    check_declared(step)
+
+
+def test_a_declared_file_is_a_steps_file_and_one_file_per_relation() -> None:
+    """A header that says `-- creates:` belongs to a step (no file claims a relation nothing runs it
+    for), and no two step files create one relation."""
+    from importlib import resources
+    from pathlib import Path
+
+    root = Path(str(resources.files("spanrl.transitions") / "sql"))
+    claimed = {str(f.relative_to(root))[:-4] for f in root.rglob("*.sql")
+               if declared(str(f.relative_to(root))[:-4])[1] is not None}
+    assert claimed == {s.sql for s in STEPS if s.sql}
+    creates = [s.creates for s in STEPS]
+    assert len(creates) == len(set(creates)), sorted({c for c in creates if creates.count(c) > 1})
+
+
+def test_a_file_that_disagrees_with_its_step_is_refused_naming_the_file() -> None:
+    con = duckdb.connect()
+    con.execute("CREATE TABLE _span_tree AS SELECT 1 AS trace_id, 'r' AS rollout_id")
+    wrong = Step("_trace_rollouts", ("_span_tree", "spans"), "rollouts/_trace_rollouts")
+    with pytest.raises(RuntimeError, match=r"transitions/sql/rollouts/_trace_rollouts\.sql declares '-- reads: _span_tree'"):
+        run_steps(con, [wrong], materialize=True)

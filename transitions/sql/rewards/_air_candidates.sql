@@ -16,6 +16,8 @@
 -- target_span_id: the LLM call whose output caused the span: itself for an LLM call, the call that
 -- asked for a tool (tool_calls.llm_span_id), else the latest call of the rollout that ended before
 -- the span's first exception (or its start).
+-- reads: spans, _span_facts, tool_calls, _span_tree, _rollout_calls
+-- creates: _air_candidates
 WITH s AS (  -- the spans' columns from their facts (span_facts.sql); attributes and events are joined for
             -- the rules that read them (a rule that does not costs no read of the attribute text)
     SELECT f.trace_id, f.span_id, nullif(f.parent_span_id, '') AS parent_span_id, f."name", f.kind,

@@ -22,6 +22,8 @@
 -- target_span_id is the span the reward hangs on (a reward span's parent, else the span itself).
 -- Speed: the span facts (attribute keys, event names) pick the few candidate spans; only those are
 -- read whole (attributes, events) and joined to their rollout.
+-- reads: spans, logs, _span_facts, _span_tree, _trace_rollouts, _rollout_calls
+-- creates: _explicit_rewards
 WITH keys AS (  -- --reward-key names (spanrl_reward_keys), minus the attributes a built-in reads
     SELECT coalesce(list_filter(CAST(getvariable('spanrl_reward_keys') AS VARCHAR[]),
                                 lambda k: k NOT IN ('spanrl.reward', 'gen_ai.evaluation.score.value',

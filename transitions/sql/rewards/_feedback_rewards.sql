@@ -5,6 +5,8 @@
 -- An incremental build computes only some traces: the _prior_* relations hold the rollouts, trace
 -- rollouts and LLM-call response ids of every other trace of the lake (empty in a full build and on
 -- a query connection), so every feedback row resolves exactly as over the whole lake.
+-- reads: _feedback, _prior_rollout_ids, _prior_trace_rollouts, _prior_responses, _span_tree, _trace_rollouts, _rollout_calls
+-- creates: _feedback_rewards
 WITH known_rollouts AS (SELECT rollout_id FROM _span_tree UNION SELECT rollout_id FROM _prior_rollout_ids),
 trace_rollouts AS (
     SELECT trace_id, rollout_id FROM _trace_rollouts

@@ -5,6 +5,8 @@
 -- Feedback whose key matches no rollout appears with rollout_id NULL. An explicit reward field whose
 -- value is not a finite number (NaN, ±Inf, unparseable text) appears as source `rejected` with value
 -- NULL: counted in the build summary (rewards by source), never a final reward.
+-- reads: _explicit_rewards, _feedback_rewards, _air_hits
+-- creates: rewards
 SELECT trace_id, span_id, rollout_id, name, value,
        CASE WHEN value IS NULL THEN 'rejected' ELSE source END AS source,
        ts_ns, target_span_id, is_primary

@@ -8,6 +8,8 @@
 -- shorter span always wins over a longer one, nested or merely overlapping. Calls that already have
 -- an agent keep it. Off when the variable spanrl_hierarchy_repair is false (--no-hierarchy-repair).
 -- One row per candidate call: agent_name (NULL when none encloses it or it is ambiguous), ambiguous.
+-- reads: _span_facts, llm_calls
+-- creates: _agent_repairs
 WITH candidates AS (
     SELECT trace_id, span_id, start_ns, end_ns
     FROM llm_calls

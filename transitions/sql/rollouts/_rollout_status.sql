@@ -9,6 +9,8 @@
 -- rollout holding it is over and complete once every span is anchored. --settle is for open-ended traffic.
 -- An incremental build reads only some traces, so it passes the whole lake's clock as the variable
 -- spanrl_lake_now_ns (the same value, from every lake file); unset, it is computed from `spans`.
+-- reads: spans, _span_tree
+-- creates: _rollout_status
 WITH clock AS (
     SELECT coalesce(getvariable('spanrl_lake_now_ns'),
                     (SELECT greatest(max(end_ns), max(epoch_ns(ingested_at))) FROM spans)) AS now_ns

@@ -2,6 +2,8 @@
 -- Per rollout: the task it attempts, for group baselines. spanrl.task_id (span or resource), the
 -- configured --task-key, else a hash of the rollout's first user message (first call in tree order).
 -- Also its purpose: spanrl.rollout.purpose (span or resource; `spanrl eval` sets 'eval'), NULL when untagged.
+-- reads: _span_facts, llm_calls, _span_tree, _rollout_calls
+-- creates: _rollout_tasks
 WITH keyed AS (  -- span facts (span attribute, else resource; span_facts.sql)
     SELECT r.rollout_id, min(f.spanrl_task) AS spanrl_task, min(f.key_task) AS key_task, min(f.purpose) AS purpose
     FROM (SELECT trace_id, span_id,  -- scalars before the join (a list costs more to carry through it)

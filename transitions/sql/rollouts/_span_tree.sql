@@ -13,6 +13,8 @@
 -- one with a smaller id, so repairs cannot form cycles); with none it stays unanchored (a root that
 -- is not a root: its rollout is incomplete until the parent arrives, unless it carries its own key).
 -- order_path sorts spans depth-first, siblings by start time: the MDP step order of LLM calls.
+-- reads: _span_facts, llm_calls
+-- creates: _span_tree
 WITH RECURSIVE s AS (  -- the keys are span facts (span attribute, else resource; span_facts.sql)
     SELECT trace_id, span_id, nullif(parent_span_id, '') AS parent_span_id, start_ns, end_ns,
            status_code, source_file,

@@ -2,6 +2,8 @@
 -- One row per agent run (docs/lake.md). final_reward: the rollout's primary reward (named primary, else
 -- the last explicit reward by time; feedback without a time counts as newest); NULL when it has none.
 -- prompt_version: the stored prompts `spanrl gateway --prompts` put into its calls, <agent>@<version> (comma-joined).
+-- reads: tool_calls, _span_tree, _rollout_status, _rollout_tasks, _rollout_calls, _explicit_rewards, _feedback_rewards
+-- creates: rollouts
 WITH final AS (
     SELECT rollout_id,
            arg_max(value, (is_primary, coalesce(ts_ns, 9223372036854775807), source, span_id, name, value))

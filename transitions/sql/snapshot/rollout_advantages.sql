@@ -13,6 +13,8 @@
 -- Every sum runs over a list in a fixed order (list_avg/list_stddev_samp), not as a parallel
 -- aggregate: the float result must not depend on thread scheduling, or the same lake would give a
 -- different content hash and a duplicate snapshot.
+-- reads: _rollout_rewards
+-- creates: _rollout_adv
 WITH per_rollout AS (
     SELECT rollout_id, task_id, coalesce(r, 0.0) AS r, coalesce(s, 0.0) AS s, greatest(coalesce(n, 1), 1) AS n,
            coalesce(r, 0.0) + coalesce(s, 0.0) AS shaped

@@ -4,6 +4,8 @@
 -- snapshot_id (a built snapshot's rows hold no advantage: it comes from the snapshot's advantages
 -- table, hashed on its own; a snapshot written from a table keeps the advantages its rows carry). A snapshot's content hash is built from these digests in rollout order (snapshot.py), so it
 -- depends on the rows only, never on how they are split into parts or segments.
+-- reads: transition_rows
+-- creates: _digests
 SELECT rollout_id, any_value(task_id) AS task_id, any_value(final_reward) AS r, count(*) AS n_rows,
        any_value(source_files) AS source_files,
        sha256(string_agg(CAST(ROW(rollout_id, task_id, trace_id, span_id, step, n_steps, agent_name, model,

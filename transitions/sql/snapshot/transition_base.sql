@@ -7,6 +7,8 @@
 -- Returns and advantages are added afterwards by advantages.sql (a separate, re-runnable step). Rows come
 -- unordered: the segment writer sorts them by (rollout_id, step), the digests by step (a sort here cost
 -- 0.3 CPU s at 600k spans for nothing).
+-- reads: rollouts, llm_calls, _rollout_calls, _rollout_status, _air_hits
+-- creates: _transition_base
 WITH kept AS (  -- the calls that become rows, on lean columns: the step numbering below sorts ids and tree
                 -- paths, and each row's prompt and response are read once, at the end (from llm_calls)
     SELECT c.rollout_id, c.trace_id, c.span_id, c.order_path, c.start_ns, c.agent_name,
