@@ -17,8 +17,7 @@ if TYPE_CHECKING:
 
 @click.group()
 def lake() -> None:
-    """Housekeeping of the trace lake: compact small files, drop old date partitions, verify an S3 root,
-    collect an S3 root's unreferenced objects.
+    """Housekeeping of the trace lake: compact small files, drop old date partitions, verify and collect an S3 root.
 
     \b
     Example:

@@ -17,6 +17,7 @@ from spanrl.config import find_config_file
 from spanrl.ingest.mapped import load_mapped_conventions, register_mapped
 from spanrl.ingest.pyliteral import register_py_literal_json
 from spanrl.ingest.scan import FILES_COLUMNS, REJECTS_COLUMNS, empty_rows_sql, file_state_path
+from spanrl.inplace import in_place_dataset
 from spanrl.sqlfiles import NO_AUTO_CHECKPOINT, SqlFiles, sql_literal
 
 if TYPE_CHECKING:  # pyarrow (0.4 s with .dataset, which imports pandas): only the guarded connection needs it
@@ -164,6 +165,9 @@ def parquet_dataset(path: Path | list[Path], json_ext: bool = True) -> ds.Datase
 
     if isinstance(path, list):
         files = [str(p) for p in path]
+        remote = in_place_dataset(files, _parquet_format(json_ext), hive=False)  # an S3 root read in place
+        if remote is not None:
+            return remote
         parts = [ds.dataset(f, format=_parquet_format(json_ext)).schema for f in files]
         schema = pa.unify_schemas(parts, promote_options="permissive")
         return ds.dataset(files, format=_parquet_format(json_ext), schema=schema)
@@ -186,6 +190,10 @@ def _lake_dataset(path: Path, hive: bool, json_ext: bool = True) -> ds.Dataset:
     fmt = _parquet_format(json_ext)
     partitioning = ds.partitioning(pa.schema([("date", pa.date32())]), flavor="hive") if hive else None
     files = sorted(str(p) for p in path.glob("*/*.parquet")) if hive else None
+    listed = files if hive else [str(path)] if path.is_file() else sorted(str(p) for p in path.glob("*.parquet"))
+    remote = in_place_dataset(listed or [], fmt, hive)  # an S3 root read in place (spanrl/inplace.py)
+    if remote is not None:
+        return remote
     if hive:
         return ds.dataset(files, format=fmt, partitioning=partitioning, partition_base_dir=str(path))
     return ds.dataset(str(path), format=fmt)

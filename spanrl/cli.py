@@ -56,7 +56,7 @@ SHORT_HELP = {
     "gateway": "OpenAI-compatible proxy that records every LLM call of any agent with engine token ids.",
     "ingest": "Span files -> trace lake (Parquet) -> transition snapshot.",
     "judge": "Score each task group of rollouts with an LLM judge, relative within the group (RULER-style).",
-    "lake": "Housekeeping of the trace lake: compact small files, drop old date partitions, verify an S3 root.",
+    "lake": "Housekeeping of the trace lake: compact small files, drop old date partitions, verify and collect an S3 root.",
     "prompts": "Versioned system prompts per agent (DATA/prompts), applied by `spanrl gateway --prompts`; optimize them.",
     "report": "Reward per cycle (train and held-out), loss and tokens: report.png, report.html and a table.",
     "rollout": "Run an unmodified agent command N times per task; every sample is one rollout in the lake.",

@@ -34,8 +34,9 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -61,11 +62,12 @@ def cache_root() -> Path:
     return Path(os.environ.get("SPANRL_CACHE") or Path.home() / ".cache" / "spanrl")
 
 
-def mirror_base(store: ObjectStore, write: bool) -> Path:
+def mirror_base(store: ObjectStore, write: bool, kind: str | None = None) -> Path:
     """Where this machine keeps the mirror of ``store``'s root (its ``root`` folder and ``mirror.json``):
-    one per endpoint, bucket and prefix."""
+    one per endpoint, bucket and prefix (``kind``: another sort of copy, e.g. ``inplace``)."""
     endpoint = re.sub(r"[^A-Za-z0-9.-]+", "_", store.endpoint.split("://", 1)[-1]).strip("_") or "_"
-    return cache_root() / "roots" / ("write" if write else "read") / endpoint / store.bucket / (store.prefix or "_")
+    folder = kind or ("write" if write else "read")
+    return cache_root() / "roots" / folder / endpoint / store.bucket / (store.prefix or "_")
 
 
 def _transient(name: str) -> bool:
@@ -250,12 +252,16 @@ def remote_root(url: str, write: bool, command: str, may_start: bool = True) -> 
 
 
 @contextmanager
-def read_mirror(store: ObjectStore, base: Path) -> Iterator[Path]:
+def read_mirror(store: ObjectStore, base: Path, state: RootState | None = None,
+                select: Callable[[str], bool] | None = None,
+                after: Callable[[Path, RootState], None] | None = None) -> Iterator[Path]:
     """A reader's mirror: one folder per published state (``v<version>-<token>/``, the manifest's unique
     name), filled once (from the newest older one, hard-linked, plus the objects that changed) and shared
     by every reader of that state, each holding a shared lock on it while it runs (``spanrl ui`` for
-    hours, ``spanrl sql`` beside it). States no reader holds are removed, the newest excepted."""
-    state = read_state(store)
+    hours, ``spanrl sql`` beside it). States no reader holds are removed, the newest excepted.
+    A reader in place (spanrl/inplace.py) fetches only the files ``select`` names, and ``after(root, state)``
+    stands in for the others once they are fetched."""
+    state = state or read_state(store)
     if state.etag is None:
         raise missing_root(store.url)
     folder = base / f"v{state.name}"
@@ -268,7 +274,10 @@ def read_mirror(store: ObjectStore, base: Path) -> Iterator[Path]:
                 older = sorted(p for p in base.glob("v*") if (p / ".complete").exists())
                 if older:
                     _link_tree(older[-1], folder)
-                pull(store, folder, state)
+                files = {rel: v for rel, v in state.files.items() if select is None or select(rel)}
+                pull(store, folder, replace(state, files=files))
+                if after is not None:
+                    after(folder / "root", state)
                 (folder / ".complete").touch()
             fcntl.flock(held, fcntl.LOCK_SH)
             _drop_unused_versions(base, keep=folder)

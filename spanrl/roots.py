@@ -27,6 +27,9 @@ WRITERS = frozenset({"ingest", "transitions build", "transitions clean", "lake c
                      "adapters promote", "adapters clean", "judge", "prompts promote"})
 READERS = frozenset({"sql", "export", "ui", "tasks", "adapters list", "report", "prompts list", "prompts show",
                      "prompts diff"})
+# Readers that read the root's Parquet where it lies, fetching only what a query needs (spanrl/inplace.py);
+# the other readers work on a full read-only mirror.
+IN_PLACE = frozenset({"sql"})
 # Commands that take an S3 root as it is on the store, without a mirror: `lake verify` only reads objects,
 # `lake gc` deletes unreferenced ones under the lease (spanrl/garbage.py).
 DIRECT = frozenset({"lake verify", "lake gc"})
@@ -67,10 +70,13 @@ def root_aware(command: Any, path: str) -> Any:
         if path not in WRITERS and path not in READERS:
             raise InputError(f"`spanrl {path}` cannot use a data root on object storage ({remote_url(data)}); "
                              f"these can: {', '.join(sorted(WRITERS | READERS | DIRECT))}. Give it a local --data.")
+        from spanrl.inplace import in_place_root
         from spanrl.remote import remote_root
 
         may_start = path == "ingest" and ctx.params.get("input") is not None
-        with remote_root(str(data), write=path in WRITERS, command=f"spanrl {path}", may_start=may_start) as local:
+        opened = in_place_root(str(data)) if path in IN_PLACE else \
+            remote_root(str(data), write=path in WRITERS, command=f"spanrl {path}", may_start=may_start)
+        with opened as local:
             ctx.params["data"] = local
             before = os.environ.get("SPANRL_DATA")
             os.environ["SPANRL_DATA"] = str(local)  # for code that resolves the root itself

@@ -98,6 +98,7 @@ class ObjectStore:
         self.url = remote_url(url)
         self.bucket, self.prefix = split_url(self.url)
         self.client = client or _client()
+        self.fetched = 0  # body bytes this store's GETs read (``spanrl sql`` prints it: spanrl/inplace.py)
         self._check_bucket()
 
     def _check_bucket(self) -> None:
@@ -131,7 +132,9 @@ class ObjectStore:
             if _no_such_key(exc):
                 return None
             raise
-        return Stored(r["Body"].read(), r["ETag"])
+        body = r["Body"].read()
+        self.fetched += len(body)
+        return Stored(body, r["ETag"])
 
     def put(self, rel: str, body: bytes, *, if_none_match: bool = False, if_match: str | None = None) -> str:
         """Write ``rel``; with ``if_none_match`` only when absent, with ``if_match`` only over that ETag
@@ -205,6 +208,7 @@ class ObjectStore:
                         digest.update(chunk)
                         sink.write(chunk)
                         size += len(chunk)
+                        self.fetched += len(chunk)
             except (ConnectionClosedError, IncompleteReadError, ReadTimeoutError, ResponseStreamingError):
                 if attempt == 2:
                     raise

@@ -31,9 +31,9 @@ def _span(tid: str, parent: str | None, name: str, start: int, attrs: dict, sid:
     return span
 
 
-def write_night(otel: Path, night: int, rollouts: int = 30, calls: int = 3) -> Path:
-    """``rollouts`` agent runs of ``calls`` chat calls each (prompts of a few hundred bytes), a tool call
-    and a reward, all on night ``night``: one span file ``otel/traces-night-NN.jsonl``."""
+def write_night(otel: Path, night: int, rollouts: int = 30, calls: int = 3, text: int = 96) -> Path:
+    """``rollouts`` agent runs of ``calls`` chat calls each (prompts of ``2 * text`` random hex characters),
+    a tool call and a reward, all on night ``night``: one span file ``otel/traces-night-NN.jsonl``."""
     spans = []
     for r in range(rollouts):
         tid, rid = os.urandom(16).hex(), os.urandom(8).hex()
@@ -42,9 +42,9 @@ def write_night(otel: Path, night: int, rollouts: int = 30, calls: int = 3) -> P
                                                               "gen_ai.agent.name": "calc",
                                                               "spanrl.rollout_id": f"n{night}-r{r}"}, sid=rid))
         for i in range(calls):
-            text = f"night {night} rollout {r} call {i}: " + os.urandom(96).hex()
-            msgs = json.dumps([{"role": "user", "parts": [{"type": "text", "content": text}]}])
-            out = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "answer " + text}],
+            content = f"night {night} rollout {r} call {i}: " + os.urandom(text).hex()
+            msgs = json.dumps([{"role": "user", "parts": [{"type": "text", "content": content}]}])
+            out = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "answer " + content}],
                                "finish_reason": "stop"}])
             spans.append(_span(tid, rid, "chat m", t + i * S, {
                 "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "m",
