@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # CLI modules whose every flag is generated from config knobs (spanrl.config.click_options); a module
 # joins this list once it is converted, and then may not write a click option by hand
-KNOB_FLAG_MODULES = ("rollout/cli.py", "evaluate/cli.py", "judge/cli.py", "prompts/cli.py")
+KNOB_FLAG_MODULES = ("rollout/cli.py", "evaluate/cli.py", "judge/cli.py", "prompts/cli.py", "serve/cli.py",
+                     "gateway/cli.py", "collector/cli.py", "ui/cli.py", "demo/cli.py", "export/cli.py")
 # hand-written options those modules may still hold: the shared ones (spanrl.options.data_option, --config)
 SHARED_OPTIONS = {"--data", "--config"}
 
