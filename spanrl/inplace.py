@@ -55,8 +55,8 @@ class Remote:
 class InPlace:
     """One command's view of an S3 root read in place: stand-in path -> object, and the bytes fetched."""
 
-    def __init__(self, store: ObjectStore, state: RootState, root: Path) -> None:
-        self.store, self.state, self.root = store, state, root
+    def __init__(self, store: ObjectStore, state: RootState, root: Path, tails: Path | None = None) -> None:
+        self.store, self.state, self.root, self.tails = store, state, root, tails
         self.ranged = 0
         self._lock = threading.Lock()
         self._cache: dict[str, list[tuple[int, bytes]]] = {}
@@ -66,9 +66,15 @@ class InPlace:
                       for rel, (sha, size) in state.files.items() if rel.endswith(IN_PLACE)}
         self.fs = _filesystem(self)
 
-    def read(self, native: Any, path: str, offset: int, n: int) -> bytes:
-        """``n`` bytes at ``offset`` of the object at ``path``: from this command's cache, else one ranged GET."""
+    def read(self, native: Any, path: str, offset: int, n: int, size: int) -> bytes:
+        """``n`` bytes at ``offset`` of the object at ``path``: from this command's cache, or this machine's
+        copy of the object's tail (its footer: objects never change, so a footer fetched once serves every
+        later command), else one ranged GET."""
+        sha = path.rsplit("/", 1)[-1]
         with self._lock:
+            if path not in self._cache and self.tails is not None and (self.tails / sha).is_file():
+                tail = (self.tails / sha).read_bytes()
+                self._cache[path] = [(size - len(tail), tail)]
             for start, data in self._cache.get(path, ()):
                 if start <= offset and offset + n <= start + len(data):
                     return data[offset - start:offset - start + n]
@@ -78,6 +84,11 @@ class InPlace:
             if len(data) <= CACHED_READ and self._cached + len(data) <= CACHE_BUDGET:
                 self._cache.setdefault(path, []).append((offset, data))
                 self._cached += len(data)
+        if self.tails is not None and offset + len(data) == size and len(data) <= CACHED_READ:
+            self.tails.mkdir(parents=True, exist_ok=True)
+            part = self.tails / f".tmp-{sha}.{os.getpid()}.{threading.get_ident()}"
+            part.write_bytes(data)
+            os.replace(part, self.tails / sha)
         return data
 
 
@@ -134,7 +145,7 @@ def in_place_root(url: str) -> Iterator[Path]:
     view: InPlace | None = None
     try:
         with read_mirror(store, base, state, select=_fetched, after=_stand_ins) as root:
-            view = InPlace(store, state, root)
+            view = InPlace(store, state, root, tails=base / "tails")
             check_objects(store, state, base)
             _active = view
             yield root
@@ -150,7 +161,8 @@ def summary(store: ObjectStore, state: RootState, ranged: int) -> str:
     fetched = store.fetched + ranged
     total = sum({sha: size for sha, size in state.files.values()}.values())
     share = 100 * fetched / total if total else 0.0
-    return f"spanrl: fetched {_mb(fetched)} of {_mb(total)} ({share:.1f} %) from {store.url}"
+    return (f"spanrl: fetched {_mb(fetched)} of {_mb(total)} ({share:.1f} %) from {store.url} "
+            f"({_mb(store.fetched)} whole: pointer, manifest, small files; {_mb(ranged)} of Parquet ranges)")
 
 
 def _fetched(rel: str) -> bool:
@@ -229,7 +241,7 @@ def _filesystem(view: InPlace) -> Any:
                 return b""
             if self._native is None:
                 self._native = s3.open_input_file(self.path)
-            data = view.read(self._native, self.path, self.pos, n)
+            data = view.read(self._native, self.path, self.pos, n, self.size)
             self.pos += len(data)
             return data
 

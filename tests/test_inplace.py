@@ -76,5 +76,6 @@ def test_sql_over_one_night_fetches_a_small_part_of_the_root(ten_nights, env, qu
     print(err.strip())  # the numbers docs/scale.md quotes (pytest -s)
     assert match and match.group(4) == root, err
     assert float(match.group(3)) < 20, err  # the printed share of the root's bytes
-    again, err = _sql(root, query)  # a second run: the small files are there, only Parquet ranges are fetched
-    assert again == rows and float(FETCHED.search(err).group(3)) < float(match.group(3)), err
+    again, err = _sql(root, query)  # a second run: the small files and the footers are there
+    print(err.strip())
+    assert again == rows and float(FETCHED.search(err).group(3)) < float(match.group(3)) / 2, err
