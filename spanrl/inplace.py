@@ -39,8 +39,13 @@ from spanrl.integrity import VERIFIED, damaged, mismatch
 from spanrl.rootstate import OBJECTS, RootState, missing_root, object_key, read_state
 from spanrl.storage import ObjectStore, remote_url
 
-IN_PLACE = ".parquet"  # read where it lies; every other file the reader needs is fetched
 NOT_READ = ("otel/", "adapters/", "mlruns/", "tensorboard/", "demo/", "runs/", "models/")  # never opened by sql
+FETCHED = ("feedback/",)  # read whole by stage 2's feedback loader, whatever their format: always fetched
+
+
+def in_place(rel: str) -> bool:
+    """Whether the file ``rel`` of a state is read where it lies (every other file the reader needs is fetched)."""
+    return rel.endswith(".parquet") and not rel.startswith(FETCHED)
 CACHED_READ = 1 << 20  # reads up to this size (footers, small column chunks) are kept for the command's life
 CACHE_BUDGET = 64 << 20
 _DATE = re.compile(r"date=(\d{4}-\d{2}-\d{2})")
@@ -63,7 +68,7 @@ class InPlace:
         self._cached = 0
         base = f"{store.bucket}/{store.prefix}/" if store.prefix else f"{store.bucket}/"
         self.files = {str((root / rel).resolve()): Remote(f"{base}{object_key(sha)}", size)
-                      for rel, (sha, size) in state.files.items() if rel.endswith(IN_PLACE)}
+                      for rel, (sha, size) in state.files.items() if in_place(rel)}
         self.fs = _filesystem(self)
 
     def read(self, native: Any, path: str, offset: int, n: int, size: int) -> bytes:
@@ -166,13 +171,13 @@ def summary(store: ObjectStore, state: RootState, ranged: int) -> str:
 
 
 def _fetched(rel: str) -> bool:
-    return not rel.endswith(IN_PLACE) and not rel.startswith(NOT_READ)
+    return not in_place(rel) and not rel.startswith(NOT_READ)
 
 
 def _stand_ins(root: Path, state: RootState) -> None:
     """A sparse file of the object's size and the writer's mtime for each Parquet file of ``state``."""
     for rel, (_, size) in state.files.items():
-        if not rel.endswith(IN_PLACE):
+        if not in_place(rel):
             continue
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -195,7 +200,7 @@ def check_objects(store: ObjectStore, state: RootState, base: Path) -> None:
     rels: dict[str, list[str]] = {}
     sizes: dict[str, int] = {}
     for rel, (sha, size) in sorted(state.files.items()):
-        if rel.endswith(IN_PLACE):
+        if in_place(rel):
             rels.setdefault(sha, []).append(rel)
             sizes[sha] = size
     changed = False

@@ -79,3 +79,26 @@ def test_sql_over_one_night_fetches_a_small_part_of_the_root(ten_nights, env, qu
     again, err = _sql(root, query)  # a second run: the small files and the footers are there
     print(err.strip())
     assert again == rows and float(FETCHED.search(err).group(3)) < float(match.group(3)) / 2, err
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("query", [
+    "select count(*) AS n, count(DISTINCT trace_id) AS traces from llm_calls",
+    "select task_id, count(*) AS n, avg(final_reward) AS reward from rollouts group by 1 order by 1",
+    "select count(*) AS n, min(date) AS first from spans",
+    "select count(*) AS n from span_files",
+])
+def test_tables_that_are_not_partitioned_answer_as_a_local_copy(ten_nights, env, query: str) -> None:
+    """Stage-2 segments, the whole lake and the lake's file record, read in place: the same rows."""
+    root, local = ten_nights
+    rows, err = _sql(root, query)
+    assert rows and rows == _sql(str(local), query)[0], err
+    assert FETCHED.search(err), err
+
+
+def test_what_is_read_in_place() -> None:
+    """Parquet files are read where they lie, but for feedback files (stage 2's loader reads them whole)."""
+    from spanrl.inplace import in_place
+
+    assert in_place("lake/spans/date=2026-01-01/part-1.parquet") and in_place("transitions/_tables/b/s/llm_calls.parquet")
+    assert not in_place("feedback/scores.parquet") and not in_place("transitions/_tables/b/state.json")
