@@ -40,7 +40,7 @@ test: $(STAMP)
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  echo "note: no chromium on PATH: the spanrl ui browser tests (tests/ui/test_browser.py) are SKIPPED; apt-get install -y chromium"
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=40
 
 # kill -9 chaos (collector + ingest loop under 4 real SDK senders), 10 min by default; results in
 # bench/out/chaos.json. Shorter while developing: make chaos SPANRL_CHAOS_S=60 SPANRL_CHAOS_KILLS=6
