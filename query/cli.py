@@ -6,20 +6,19 @@ from pathlib import Path
 
 import click
 
+from spanrl.config import click_options, resolve
 from spanrl.options import data_option
+from spanrl.query.config import SqlConfig, SqlFlags
 
 
 @click.command()
 @data_option
 @click.argument("query", required=False)
-@click.option("-f", "--file", "sql_file", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
-              help="Read the query from a .sql file.")
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json", "parquet"]), default="table",
-              show_default=True, help="Output format.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to FILE.")
-@click.option("--memory-limit", default="2GB", show_default=True,
-              help="DuckDB memory limit for the query (no spill: a query past it fails with a message).")
-def sql(data: Path, query: str | None, sql_file: Path | None, fmt: str, out: Path | None, memory_limit: str) -> None:
+@click_options(SqlFlags, "sql_file")
+@click_options(SqlConfig, "format")
+@click_options(SqlFlags, "out")
+@click_options(SqlConfig, "memory_limit", "config_file")
+def sql(data: Path, query: str | None, sql_file: Path | None, out: Path | None, **flags: object) -> None:
     """Query the trace lake: spans, logs, llm_calls, tool_calls, rewards, rollouts (read-only).
 
     \b
@@ -28,4 +27,6 @@ def sql(data: Path, query: str | None, sql_file: Path | None, fmt: str, out: Pat
     """
     from spanrl.query.sql import sql_command
 
-    sql_command(data, query, sql_file, fmt, out, memory_limit)
+    cfg = resolve(SqlConfig, {**flags, "data": data}, "sql")  # flags > [sql] in spanrl.toml > defaults
+    per_call = resolve(SqlFlags, {"sql_file": sql_file, "out": out}, None)
+    sql_command(cfg.data, query, per_call.sql_file, cfg.format, per_call.out, cfg.memory_limit)

@@ -36,8 +36,9 @@ from spanrl.options import DEFAULT_DATA
 # [judge] spanrl.judge.config.JudgeConfig, [prompts] spanrl.prompts.config.OptimizeConfig (prompts optimize).
 # [serve] spanrl.serve.config.ServeConfig, [gateway] spanrl.gateway.config.GatewayConfig,
 # [collector] spanrl.collector.config.CollectorConfig, [ui] spanrl.ui.config.UiConfig, [demo] spanrl.demo.config.DemoConfig.
-SECTIONS = ("air", "collector", "conventions", "demo", "eval", "gateway", "ingest", "judge", "prompts", "rollout", "serve",
-            "tasks", "train", "ui")
+# [sql] spanrl.query.config.SqlConfig, [lake] spanrl.ingest.lake_config.LakeCommandConfig (spanrl lake compact|gc).
+SECTIONS = ("air", "collector", "conventions", "demo", "eval", "gateway", "ingest", "judge", "lake", "prompts", "rollout",
+            "serve", "sql", "tasks", "train", "ui")
 CONFIG_NAME = "spanrl.toml"
 
 
@@ -176,14 +177,16 @@ def knob(default: Any = MISSING, help: str = "", *, flag: str | None = None,
          choices: Sequence[str] | Callable[[], Sequence[str]] | None = None,
          parse: Callable[[str], Any] | None = None, env: str | None = None, multiple: bool = False,
          metavar: str | None = None, show: str | bool | None = None, click_type: Any = None,
-         required: bool = False, hidden: bool = False) -> Any:
+         required: bool = False, hidden: bool = False, short: str | None = None) -> Any:
     """A config field. ``flag``: its spelling when not ``--field-name`` (``--no-x`` turns a default-on
     bool off; ``--x/--no-x`` gives both); ``choices``: the accepted values (or a function returning
     them, for lists discovered from files); ``parse``: turns the flag's text into the value
     (``--settle 10m`` -> 600.0); ``env``: an environment variable between the flag and the file;
-    ``show``: how the help states the default (False: not at all); ``hidden``: a flag left out of the help."""
+    ``show``: how the help states the default (False: not at all); ``hidden``: a flag left out of the help;
+    ``short``: a one-letter alias of the flag (``-f``)."""
     meta = {"help": help, "flag": flag, "choices": choices, "parse": parse, "env": env, "multiple": multiple,
-            "metavar": metavar, "show": show, "click_type": click_type, "required": required, "hidden": hidden}
+            "metavar": metavar, "show": show, "click_type": click_type, "required": required, "hidden": hidden,
+            "short": short}
     if isinstance(default, list | dict | set):
         return field(default_factory=lambda: type(default)(default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -283,7 +286,7 @@ def _option(f: dataclasses.Field, hint: Any) -> Callable[[Callable[..., Any]], C
         kw["type"] = base
     if m.get("multiple"):
         kw.update(multiple=True, default=())
-    return click.option(flag, f.name, **kw)
+    return click.option(*filter(None, (m.get("short"), flag)), f.name, **kw)
 
 
 def _base(hint: Any) -> Any:
