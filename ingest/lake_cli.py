@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from spanrl.config import click_options, resolve
+from spanrl.ingest.lake_config import LakeCommandConfig, LakeFlags
 from spanrl.options import data_option
 
 if TYPE_CHECKING:
@@ -30,11 +32,10 @@ def lake() -> None:
 
 @lake.command("compact")
 @data_option
-@click.option("--min-files", type=int, default=2, show_default=True,
-              help="Rewrite a date partition once it holds at least this many Parquet files.")
-@click.option("--dry-run", is_flag=True, help="Say what would be rewritten; change nothing.")
-@click.option("--memory-limit", default="2GB", show_default=True, help="DuckDB memory limit; spills beyond.")
-def lake_compact(data: Path, min_files: int, dry_run: bool, memory_limit: str) -> None:
+@click_options(LakeCommandConfig, "min_files")
+@click_options(LakeFlags, "dry_run")
+@click_options(LakeCommandConfig, "memory_limit", "config_file")
+def lake_compact(data: Path, dry_run: bool | None, **flags: object) -> None:
     """Rewrite each date partition's small Parquet files as one file (same rows, same schema).
 
     Crash-safe: the new file is complete and journalled (lake/_compacted.jsonl) before an old
@@ -48,16 +49,16 @@ def lake_compact(data: Path, min_files: int, dry_run: bool, memory_limit: str) -
     from spanrl.ingest.config import check_memory_limit
     from spanrl.ingest.housekeeping import compact_lake
 
-    check_memory_limit(memory_limit)
-    print_compaction(compact_lake(data, min_files=min_files, dry_run=dry_run, memory_limit=memory_limit))
+    cfg = resolve(LakeCommandConfig, {**flags, "data": data}, "lake")  # flags > [lake] in spanrl.toml > defaults
+    check_memory_limit(cfg.memory_limit)
+    print_compaction(compact_lake(cfg.data, min_files=cfg.min_files, dry_run=bool(dry_run),
+                                  memory_limit=cfg.memory_limit))
 
 
 @lake.command("prune")
 @data_option
-@click.option("--keep-days", type=int, required=True,
-              help="Drop date partitions older than the newest one minus this many days (data time, not today).")
-@click.option("--dry-run", is_flag=True, help="Say what would be dropped; change nothing.")
-def lake_prune(data: Path, keep_days: int, dry_run: bool) -> None:
+@click_options(LakeFlags, "keep_days", "dry_run")
+def lake_prune(data: Path, keep_days: int, dry_run: bool | None) -> None:
     """Drop old date partitions of spans and logs (journalled in lake/_pruned.jsonl).
 
     Snapshots already written keep their rows: they hold their own Parquet files.
@@ -68,7 +69,8 @@ def lake_prune(data: Path, keep_days: int, dry_run: bool) -> None:
     """
     from spanrl.ingest.housekeeping import prune_lake
 
-    print_prune(prune_lake(data, keep_days, dry_run=dry_run))
+    flags = resolve(LakeFlags, {"data": data, "keep_days": keep_days, "dry_run": dry_run}, None)
+    print_prune(prune_lake(data, flags.keep_days, dry_run=flags.dry_run))
 
 
 @lake.command("verify")
@@ -100,10 +102,10 @@ def lake_verify(data: Path) -> None:
 
 @lake.command("gc")
 @data_option
-@click.option("--keep-days", type=float, default=7, show_default=True,
-              help="Keep the objects of states replaced less than this many days ago (never less than an hour).")
-@click.option("--dry-run", is_flag=True, help="Say what would be removed; change nothing.")
-def lake_gc(data: Path, keep_days: float, dry_run: bool) -> None:
+@click_options(LakeCommandConfig, "gc_keep_days")
+@click_options(LakeFlags, "dry_run")
+@click_options(LakeCommandConfig, "config_file")
+def lake_gc(data: Path, dry_run: bool | None, **flags: object) -> None:
     """Delete the objects of an S3 data root that no state worth keeping names.
 
     Kept: the current state and every state replaced less than --keep-days ago (readers may still be
@@ -128,9 +130,8 @@ def lake_gc(data: Path, keep_days: float, dry_run: bool) -> None:
                          "writer leaves only hidden drafts and work folders, .tmp-*, .trash-*, lake/_staging, that no "
                          "reader sees); old data goes with `spanrl lake prune`, `spanrl transitions clean` and "
                          "`spanrl adapters clean`")
-    if keep_days < 0:
-        raise InputError(f"--keep-days {keep_days:g}: give 0 or more days")
-    for line in collect_garbage(str(data), keep_days, dry_run=dry_run).summary():
+    cfg = resolve(LakeCommandConfig, {**flags, "data": data}, "lake")  # flags > [lake] in spanrl.toml > defaults
+    for line in collect_garbage(str(data), cfg.gc_keep_days, dry_run=bool(dry_run)).summary():
         click.echo(line)
 
 
