@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
-from spanrl.config import click_options
+from spanrl.config import click_options, resolve
 from spanrl.options import data_option, existing_data_root, print_cleanup
+from spanrl.transitions.clean_config import CleanFlags
 from spanrl.transitions.config import STAGE2_FLAGS, IngestConfig, make_ingest_config
 
 # The transition-builder flags, shared by ``ingest`` and ``transitions build``, generated from the
@@ -47,9 +48,8 @@ def transitions_build(data: Path, **flags) -> None:
 
 @transitions.command("clean")
 @data_option
-@click.option("--keep", type=int, required=True, metavar="N", help="Keep the N newest snapshots (and every protected one).")
-@click.option("--dry-run", is_flag=True, help="Say what would be deleted; delete nothing.")
-def transitions_clean(data: Path, keep: int, dry_run: bool) -> None:
+@click_options(CleanFlags, "keep", "dry_run")
+def transitions_clean(data: Path, keep: int, dry_run: bool | None) -> None:
     """Delete old snapshots: keeps the N newest, LATEST, and every snapshot a training run used.
 
     Training runs are read from DATA/adapters (cycles.jsonl, each training_state.json) and
@@ -61,4 +61,5 @@ def transitions_clean(data: Path, keep: int, dry_run: bool) -> None:
     """
     from spanrl.transitions.retention import clean_snapshots
 
-    print_cleanup("snapshots", clean_snapshots(existing_data_root(data), keep, dry_run=dry_run))
+    flags = resolve(CleanFlags, {"data": data, "keep": keep, "dry_run": dry_run}, None)
+    print_cleanup("snapshots", clean_snapshots(existing_data_root(data), flags.keep, dry_run=flags.dry_run))
