@@ -77,7 +77,6 @@ from spanrl.transitions.tables import (
     publish_build,
     register_build_views,
     reuse_key,
-    segment_files,
     tables_dir,
     write_segment,
 )
@@ -329,7 +328,7 @@ def _snapshot(cfg: BuildConfig, state: dict[str, Any], config: dict[str, Any], p
         con.execute("SET enable_progress_bar = false")
         con.execute(NO_AUTO_CHECKPOINT)
         register_build_views(con, data, state)
-        _advantages(con, data, state, cfg.advantage)
+        run_steps(con, SNAPSHOT_STEPS, materialize=True, params=advantage_params(cfg.advantage, EPS))
         stats = collect_stats(con, plan, cfg.settle_s, state)
         latest = latest_manifest(data)
         stats["config_changed"] = changed_row_config(latest, config)
@@ -356,17 +355,6 @@ def _snapshot(cfg: BuildConfig, state: dict[str, Any], config: dict[str, Any], p
             return BuildResult("written", draft.snapshot_id, path, n_rows, stats)
     finally:
         con.close()
-
-
-def _advantages(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any], advantage: str) -> None:
-    """``SNAPSHOT_STEPS`` over every segment: ``_rollout_rewards`` (per rollout from ``_digests``,
-    ``register_build_views``) with each rollout's AIR total ``s`` and call count ``n`` (over every
-    segment's stored rows: two narrow columns), then the advantages table ``_rollout_adv``."""
-    parts = [str(p) for p in segment_files(data, state, "transitions")]
-    body = (f"SELECT * FROM read_parquet({sql_literal(parts)})" if parts
-            else "SELECT NULL::VARCHAR AS rollout_id, NULL::INTEGER AS step, NULL::DOUBLE AS step_reward WHERE false")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW transition_rows AS {body}")
-    run_steps(con, SNAPSHOT_STEPS, materialize=True, params=advantage_params(advantage, EPS))
 
 
 def open_lake(cfg: BuildConfig) -> duckdb.DuckDBPyConnection:

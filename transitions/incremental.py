@@ -31,6 +31,7 @@ import duckdb
 
 from spanrl.layout import lake_dir
 from spanrl.sqlfiles import one, rows
+from spanrl.transitions.pipeline import LAST_BUILD_STEPS, PRIOR_STEPS, run_steps
 from spanrl.transitions.sqlfiles import read_sql, render_sql
 from spanrl.transitions.tables import global_file, over_files, segment_files
 
@@ -66,11 +67,12 @@ def lake_clocks(con: duckdb.DuckDBPyConnection, data: Path, span_files: list[str
 
 
 def register_priors(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any] | None) -> None:
-    """Views ``_p_*`` over the last build's stored bookkeeping (empty tables when there is none)."""
-    for view, table in (("_p_traces", "_traces"), ("_p_rollouts", "rollouts"), ("_p_responses", "_responses")):
-        over_files(con, f"incremental/{view}", [str(p) for p in segment_files(data, state or {}, table)])
+    """``LAST_BUILD_STEPS``: views ``_p_*`` over the last build's stored bookkeeping (no rows when there is none)."""
+    files = {view: [str(p) for p in segment_files(data, state or {}, table)]
+             for view, table in (("_p_traces", "_traces"), ("_p_rollouts", "rollouts"), ("_p_responses", "_responses"))}
     fb = global_file(data, state or {}, "_feedback_detail")
-    over_files(con, "incremental/_p_feedback", [str(fb)] if fb else [])
+    files["_p_feedback"] = [str(fb)] if fb else []
+    run_steps(con, LAST_BUILD_STEPS, materialize=False, files=files)
 
 
 def plan_touched(con: duckdb.DuckDBPyConnection, data: Path, new_files: list[str], gone_files: list[str],
@@ -144,11 +146,9 @@ def restrict_lake(con: duckdb.DuckDBPyConnection, data: Path, files: list[str],
 
 
 def fill_priors(con: duckdb.DuckDBPyConnection) -> None:
-    """``_prior_*`` (read by _feedback_rewards.sql): the stored rollouts, trace rollouts and response
-    ids of every trace this run does not recompute."""
-    # views, not tables: only a feedback row ever probes them
-    for view in ("_prior_rollout_ids", "_prior_trace_rollouts", "_prior_responses"):
-        con.execute(read_sql(f"incremental/{view}"))
+    """``PRIOR_STEPS``: ``_prior_*`` (read by _feedback_rewards.sql), the stored rollouts, trace rollouts
+    and response ids of every trace this run does not recompute."""
+    run_steps(con, PRIOR_STEPS, materialize=False)
 
 
 def traces_table_sql(data: Path, span_files: list[str] | None, log_files: list[str] | None) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 import duckdb
 
 from spanrl.sqlfiles import rows
-from spanrl.transitions.sqlfiles import read_sql
+from spanrl.transitions.sqlfiles import read_sql, render_sql
 
 
 @dataclass(frozen=True)
@@ -32,13 +32,16 @@ class Step:
     """One stage-2 relation: ``creates`` from ``sql`` (a file under ``transitions/sql/`` without
     ``.sql``; None: the caller generates the SELECT) over ``reads``; ``kind`` is table, view or heavy.
     ``template``: the file is a template the caller fills in (its SELECT comes from ``generated``).
-    A step's file declares the same ``-- reads:`` and ``-- creates:`` in its header (``declared``)."""
+    ``files``: the file reads Parquet files the caller lists (``${files}``, rendered in: a view cannot
+    bind them), and ``<sql>_empty.sql`` is the same relation when the list is empty (read_parquet
+    refuses one). A step's file declares the same ``-- reads:`` and ``-- creates:`` in its header."""
 
     creates: str
     reads: tuple[str, ...]
     sql: str | None
     kind: str = "heavy"
     template: bool = False
+    files: bool = False
 
     def relation(self, materialize: bool) -> str:
         """TABLE or VIEW, for this run."""
@@ -87,6 +90,21 @@ TRANSITION_STEPS: list[Step] = [
     Step("transition_rows", ("transitions",), "snapshot/transition_rows", "view"),
 ]
 
+# The build's stored segments, read back on the snapshot's own connection (build.py, tables.register_build_views):
+# views over every segment's Parquet files of a table (``files``: their list, rendered in), what the summary,
+# the snapshot's index and SNAPSHOT_STEPS read. The relations the builder's steps wrote, under their names.
+PUBLISH_STEPS: list[Step] = [
+    Step("rollouts", (), "tables/rollouts", "view", files=True),
+    Step("_traces", (), "tables/_traces", "view", files=True),
+    Step("_digests", (), "tables/_digests", "view", files=True),
+    Step("coverage", (), "tables/coverage", "view", files=True),
+    Step("llm_calls", (), "tables/llm_calls", "view", files=True),
+    Step("segment_rewards", (), "tables/segment_rewards", "view", files=True),
+    Step("rewards", ("segment_rewards",), "tables/rewards", "view", files=True),  # + the whole-lake feedback rows
+    Step("_feedback_detail", (), "tables/_feedback_detail", "view", files=True),
+    Step("transition_rows", (), "tables/transition_rows", "view", files=True),
+]
+
 # Per rollout of ``transition_rows`` (rows a reader holds: a snapshot's parts, a bare table for
 # credit.compute_advantages): task, reward, row count and digest. The builder does not run it: its
 # segments store these digests (the segment writer's ``digests``), read back as ``_digests``.
@@ -104,10 +122,35 @@ SNAPSHOT_STEPS: list[Step] = [
     Step("_rollout_adv", ("_rollout_rewards",), "snapshot/rollout_advantages", "table"),
 ]
 
-# Every list, in the order a build runs them: what docs/architecture.md's step table shows, row by row
+# An incremental build's plan (incremental.py), on the builder's connection before STAGE2_STEPS: the last
+# build's stored bookkeeping over its segments (``files`` steps; empty before any build), then, each
+# closure round once ``_touched`` holds the traces recomputed, the ``_prior_*`` inputs of _feedback_rewards:
+# what every other trace of the lake holds (views: only a feedback row ever probes them).
+LAST_BUILD_STEPS: list[Step] = [
+    Step("_p_traces", (), "incremental/_p_traces", "view", files=True),
+    Step("_p_rollouts", (), "incremental/_p_rollouts", "view", files=True),
+    Step("_p_responses", (), "incremental/_p_responses", "view", files=True),
+    Step("_p_feedback", (), "incremental/_p_feedback", "view", files=True),
+]
+PRIOR_STEPS: list[Step] = [
+    Step("_prior_rollout_ids", ("_p_rollouts", "_touched"), "incremental/_prior_rollout_ids", "view"),
+    Step("_prior_trace_rollouts", ("_p_traces", "_touched"), "incremental/_prior_trace_rollouts", "view"),
+    Step("_prior_responses", ("_p_responses", "_touched"), "incremental/_prior_responses", "view"),
+]
+
+# Every list (a full build's, then the snapshot's and a reader's, then an incremental plan's): what
+# docs/architecture.md's step table shows, row by row
 # (tests/transitions/test_step_table.py holds the table to these lists).
 STEP_LISTS: dict[str, list[Step]] = {"STAGE2_STEPS": STAGE2_STEPS, "TRANSITION_STEPS": TRANSITION_STEPS,
-                                     "DIGEST_STEPS": DIGEST_STEPS, "SNAPSHOT_STEPS": SNAPSHOT_STEPS}
+                                     "PUBLISH_STEPS": PUBLISH_STEPS, "DIGEST_STEPS": DIGEST_STEPS,
+                                     "SNAPSHOT_STEPS": SNAPSHOT_STEPS, "LAST_BUILD_STEPS": LAST_BUILD_STEPS,
+                                     "PRIOR_STEPS": PRIOR_STEPS}
+# The lists that run on one connection, in order: each relation is made by one step of them.
+CONNECTIONS: dict[str, tuple[str, ...]] = {
+    "builder": ("LAST_BUILD_STEPS", "PRIOR_STEPS", "STAGE2_STEPS", "TRANSITION_STEPS"),  # a build's (a shard's)
+    "snapshot": ("PUBLISH_STEPS", "SNAPSHOT_STEPS"),  # build.py's snapshot, over every segment
+    "reader": ("DIGEST_STEPS", "SNAPSHOT_STEPS"),  # read_snapshot / content_hash / compute_advantages
+}
 
 Generated = Callable[[], tuple[str, Mapping[str, Any] | None]]
 
@@ -130,12 +173,15 @@ def declared(sql: str) -> tuple[tuple[str, ...], str | None]:
 
 def check_declared(step: Step) -> None:
     """A step's file must declare what its Step in this module does: the file and the list cannot disagree."""
-    if step.sql is None:
-        return
-    reads, creates = declared(step.sql)
+    for sql in (step.sql, f"{step.sql}_empty") if step.files else (step.sql,) if step.sql else ():
+        _check_file(step, sql)
+
+
+def _check_file(step: Step, sql: str) -> None:
+    reads, creates = declared(sql)
     if creates != step.creates or reads != step.reads:
         raise RuntimeError(
-            f"transitions/sql/{step.sql}.sql declares '-- reads: {', '.join(reads)}' and '-- creates: {creates}', "
+            f"transitions/sql/{sql}.sql declares '-- reads: {', '.join(reads)}' and '-- creates: {creates}', "
             f"its step in transitions/pipeline.py reads {', '.join(step.reads)} and creates {step.creates}: "
             "make them say the same")
 
@@ -161,11 +207,13 @@ def relations(con: duckdb.DuckDBPyConnection) -> set[str]:
 def run_steps(con: duckdb.DuckDBPyConnection, steps: list[Step], materialize: bool,
               generated: Mapping[str, Generated] | None = None,
               errors: Mapping[str, Callable[[duckdb.Error], Exception]] | None = None,
-              params: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+              params: Mapping[str, Mapping[str, Any]] | None = None,
+              files: Mapping[str, list[str]] | None = None) -> None:
     """Create each step's relation in order. ``generated``: the SELECT (and bound values) of the steps
     without a file; ``errors``: per step, what a DuckDB error becomes (a bad AIR rule names the rule);
-    ``params``: per step, the values its file's ``$parameters`` are bound to (a table step only)."""
-    generated, errors, params_of = generated or {}, errors or {}, params or {}
+    ``params``: per step, the values its file's ``$parameters`` are bound to (a table step only);
+    ``files``: per ``files`` step, the Parquet files it reads (none: its ``_empty`` file)."""
+    generated, errors, params_of, files_of = generated or {}, errors or {}, params or {}, files or {}
     have = relations(con)
     for step in steps:
         check_declared(step)
@@ -176,7 +224,11 @@ def run_steps(con: duckdb.DuckDBPyConnection, steps: list[Step], materialize: bo
         if missing:
             raise RuntimeError(f"stage-2 step {step.creates!r} reads {', '.join(missing)}, which nothing created "
                                "on this connection: transitions/pipeline.py lists the steps in order")
-        if step.sql is not None and not step.template:
+        if step.files:
+            listed = files_of.get(step.creates) or []
+            body = render_sql(step.sql, files=listed) if listed else read_sql(f"{step.sql}_empty")
+            params = None
+        elif step.sql is not None and not step.template:
             body, params = read_sql(step.sql), params_of.get(step.creates)
         elif step.creates in generated:
             body, params = generated[step.creates]()

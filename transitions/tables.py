@@ -271,15 +271,19 @@ def _as_map(files: Any) -> dict[str, list[Any]]:
 
 
 def register_build_views(con: duckdb.DuckDBPyConnection, data: Path, state: dict[str, Any]) -> None:
-    """Views over every segment of ``state`` (rollouts, _traces, _digests, coverage, llm_calls, rewards with
-    the whole-lake feedback rows, _feedback_detail; ``sql/tables/``): what the summary and the snapshot read
-    (``_rollout_rewards`` is the snapshot's own step, ``pipeline.SNAPSHOT_STEPS``)."""
-    for name, table in (("rollouts", "rollouts"), ("_traces", "_traces"), ("_digests", "digests"),
-                        ("coverage", "coverage"), ("llm_calls", "llm_calls"), ("segment_rewards", "rewards")):
-        over_files(con, f"tables/{name}", [str(p) for p in segment_files(data, state, table)])
+    """``pipeline.PUBLISH_STEPS``: views over every segment of ``state`` (rollouts, _traces, _digests,
+    coverage, llm_calls, rewards with the whole-lake feedback rows, _feedback_detail; ``sql/tables/``):
+    what the summary and the snapshot read (then ``pipeline.SNAPSHOT_STEPS``)."""
+    from spanrl.transitions.pipeline import PUBLISH_STEPS, run_steps
+
+    files = {name: [str(p) for p in segment_files(data, state, table)]
+             for name, table in (("rollouts", "rollouts"), ("_traces", "_traces"), ("_digests", "digests"),
+                                 ("coverage", "coverage"), ("llm_calls", "llm_calls"), ("segment_rewards", "rewards"),
+                                 ("transition_rows", "transitions"))}
     for name, table in (("rewards", "feedback_rewards"), ("_feedback_detail", "_feedback_detail")):
         path = global_file(data, state, table)
-        over_files(con, f"tables/{name}", [str(path)] if path else [])
+        files[name] = [str(path)] if path else []
+    run_steps(con, PUBLISH_STEPS, materialize=False, files=files)
 
 
 def over_files(con: duckdb.DuckDBPyConnection, name: str, files: list[str]) -> None:

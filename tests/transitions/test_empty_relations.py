@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from spanrl.transitions.pipeline import STEP_LISTS, create
 from spanrl.transitions.sqlfiles import read_sql, render_sql
 
 SQL = Path(__file__).resolve().parents[2] / "transitions" / "sql"
@@ -20,6 +21,16 @@ PAIRS = sorted(f"{p.parent.name}/{p.stem.removesuffix('_empty')}"
                if (p.parent / p.name.replace("_empty", "")).is_file())
 BOUND = {"incremental/_new_spans", "incremental/_new_logs"}  # tables: their file list is bound, not rendered
 NEEDS = {"tables/rewards": "tables/segment_rewards_empty"}  # what a relation reads besides its files
+# files steps (pipeline.py): their files are bodies the runner creates the relation from; the others CREATE
+FILE_STEPS = {s.sql for steps in STEP_LISTS.values() for s in steps if s.files}
+
+
+def _make(con: duckdb.DuckDBPyConnection, pair: str, text: str, params: dict | None = None) -> None:
+    """Run ``pair``'s statement (or its stand-in's) ``text`` as the build does."""
+    if pair in FILE_STEPS:
+        create(con, pair.split("/")[1].removesuffix("_empty"), "VIEW", text)
+    else:
+        con.execute(text, params) if params else con.execute(text)
 
 
 def _con() -> duckdb.DuckDBPyConnection:
@@ -51,9 +62,9 @@ def test_every_stand_in_is_checked() -> None:
 def test_a_stand_in_has_its_relations_columns(pair: str, tmp_path: Path) -> None:
     con = _con()
     if pair in NEEDS:
-        con.execute(read_sql(NEEDS[pair]))
+        _make(con, NEEDS[pair].removesuffix("_empty"), read_sql(NEEDS[pair]))
     relation = pair.split("/")[1].removesuffix("_touched")  # spans_touched makes `spans`
-    con.execute(read_sql(f"{pair}_empty"))
+    _make(con, pair, read_sql(f"{pair}_empty"))
     empty = _columns(con, relation)
     # one file of the stand-in's shape (for _new_*: of the lake's), read through the real statement
     parquet = tmp_path / "part.parquet"
@@ -61,9 +72,9 @@ def test_a_stand_in_has_its_relations_columns(pair: str, tmp_path: Path) -> None
     con.execute(f"COPY (SELECT * FROM {source}) TO '{parquet}'")
     _drop(con, relation)
     if pair in BOUND:
-        con.execute(read_sql(pair), {"files": [str(parquet)]})
+        _make(con, pair, read_sql(pair), {"files": [str(parquet)]})
     else:
-        con.execute(render_sql(pair, files=[str(parquet)]))
+        _make(con, pair, render_sql(pair, files=[str(parquet)]))
     assert _columns(con, relation) == empty, f"{pair}_empty.sql: give it the columns of {pair}.sql"
 
 
@@ -98,7 +109,7 @@ def test_a_segment_stand_in_has_every_column_a_build_writes(built: Path, relatio
     files = segment_files(built, load_state(built), SEGMENT_FILES[relation])
     assert files, f"the build wrote no {SEGMENT_FILES[relation]} segment file"
     con = _con()
-    con.execute(read_sql(f"tables/{relation}_empty"))
+    _make(con, f"tables/{relation}", read_sql(f"tables/{relation}_empty"))
     written = _columns(con, f"(SELECT * FROM read_parquet('{files[0]}'))")
     assert _columns(con, relation) == written, f"tables/{relation}_empty.sql: give it the columns a segment has"
 

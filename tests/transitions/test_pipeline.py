@@ -8,6 +8,7 @@ import duckdb
 import pytest
 
 from spanrl.transitions.pipeline import (
+    CONNECTIONS,
     PRIOR_INPUTS,
     SNAPSHOT_STEPS,
     STAGE1,
@@ -22,9 +23,12 @@ from spanrl.transitions.pipeline import (
 from spanrl.transitions.sqlfiles import read_sql
 
 # Registered before the steps run: stage 1's relations, the feedback rows and priors, the bound AIR rules.
-INPUTS = {*STAGE1, *PRIOR_INPUTS, "_feedback", "_air_rules", "_digests"}
+INPUTS = {*STAGE1, *PRIOR_INPUTS, "_feedback", "_air_rules", "_touched"}
 STEPS = [s for steps in STEP_LISTS.values() for s in steps]  # the snapshot's transition_rows: every segment's rows
 assert STEPS[:len(STAGE2_STEPS) + len(TRANSITION_STEPS)] == STAGE2_STEPS + TRANSITION_STEPS and SNAPSHOT_STEPS
+# an incremental plan's lists come last in STEP_LISTS (the doc's table order) but run first
+STEPS = [s for s in STEPS if s not in STEP_LISTS["LAST_BUILD_STEPS"] + STEP_LISTS["PRIOR_STEPS"]] \
+    + STEP_LISTS["LAST_BUILD_STEPS"] + STEP_LISTS["PRIOR_STEPS"]
 KNOWN = INPUTS | {s.creates for s in STEPS}
 
 
@@ -79,18 +83,21 @@ def test_each_step_file_declares_its_step(step: Step) -> None:
     check_declared(step)
 
 
-def test_a_declared_file_is_a_steps_file_and_one_file_per_relation() -> None:
+def test_a_declared_file_is_a_steps_file_and_one_step_per_relation() -> None:
     """A header that says `-- creates:` belongs to a step (no file claims a relation nothing runs it
-    for), and no two step files create one relation."""
+    for; a files step's ``_empty`` file is its body for no files), and on each connection
+    (``CONNECTIONS``) one step creates a relation."""
     from importlib import resources
     from pathlib import Path
 
     root = Path(str(resources.files("spanrl.transitions") / "sql"))
     claimed = {str(f.relative_to(root))[:-4] for f in root.rglob("*.sql")
                if declared(str(f.relative_to(root))[:-4])[1] is not None}
-    assert claimed == {s.sql for s in STEPS if s.sql}
-    creates = [s.creates for s in STEPS]
-    assert len(creates) == len(set(creates)), sorted({c for c in creates if creates.count(c) > 1})
+    assert claimed == {s.sql for s in STEPS if s.sql} | {f"{s.sql}_empty" for s in STEPS if s.files}
+    assert {n for lists in CONNECTIONS.values() for n in lists} == set(STEP_LISTS)
+    for connection, lists in CONNECTIONS.items():
+        creates = [s.creates for name in lists for s in STEP_LISTS[name]]
+        assert len(creates) == len(set(creates)), (connection, sorted({c for c in creates if creates.count(c) > 1}))
 
 
 def test_a_file_that_disagrees_with_its_step_is_refused_naming_the_file() -> None:

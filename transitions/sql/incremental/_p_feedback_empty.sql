@@ -1,3 +1,6 @@
 -- name: _p_feedback_empty
 -- _p_feedback when no earlier build stored feedback rows (the columns of _p_feedback.sql).
-CREATE OR REPLACE TEMP TABLE _p_feedback (file VARCHAR, line BIGINT, rollout_id VARCHAR)
+-- reads:
+-- creates: _p_feedback
+SELECT NULL::VARCHAR AS file, NULL::BIGINT AS line, NULL::VARCHAR AS rollout_id
+WHERE false

@@ -1,4 +1,7 @@
 -- name: _p_traces_empty
 -- _p_traces when no earlier build stored any (the columns of _p_traces.sql).
-CREATE OR REPLACE TEMP TABLE _p_traces (trace_id VARCHAR, rollout_id VARCHAR, lake_files VARCHAR[], start_ns BIGINT,
-                                        end_ns BIGINT, lone_call BOOLEAN)
+-- reads:
+-- creates: _p_traces
+SELECT NULL::VARCHAR AS trace_id, NULL::VARCHAR AS rollout_id, NULL::VARCHAR[] AS lake_files,
+       NULL::BIGINT AS start_ns, NULL::BIGINT AS end_ns, NULL::BOOLEAN AS lone_call
+WHERE false

@@ -1,3 +1,5 @@
 -- name: _digests(${files})
 -- The build's per-rollout snapshot digests over every segment (digests.parquet).
-CREATE VIEW _digests AS SELECT * FROM read_parquet(${files}, union_by_name = true)
+-- reads:
+-- creates: _digests
+SELECT * FROM read_parquet(${files}, union_by_name = true)

@@ -1,3 +1,5 @@
 -- name: _feedback_detail(${files})
 -- Which rollout each feedback file line resolved to (_feedback_detail.parquet, whole-lake).
-CREATE VIEW _feedback_detail AS SELECT * FROM read_parquet(${files})
+-- reads:
+-- creates: _feedback_detail
+SELECT * FROM read_parquet(${files})

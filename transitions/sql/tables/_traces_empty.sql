@@ -1,6 +1,7 @@
 -- name: _traces_empty
 -- _traces when no segment holds any (a lake with no trace yet, or a one-segment build of another tool): every column, no rows.
-CREATE TABLE _traces AS
+-- reads:
+-- creates: _traces
 SELECT NULL::VARCHAR AS trace_id, NULL::VARCHAR AS rollout_id, NULL::VARCHAR[] AS lake_files,
        NULL::BIGINT AS orphan_spans, NULL::BIGINT AS orphans_reattached, NULL::BIGINT AS start_ns,
        NULL::BIGINT AS end_ns, NULL::BOOLEAN AS lone_call, NULL::BIGINT AS agent_calls_repaired,

@@ -1,3 +1,5 @@
 -- name: coverage(${files})
 -- The build's coverage rows over every segment (coverage.parquet).
-CREATE VIEW coverage AS SELECT * FROM read_parquet(${files}, union_by_name = true)
+-- reads:
+-- creates: coverage
+SELECT * FROM read_parquet(${files}, union_by_name = true)

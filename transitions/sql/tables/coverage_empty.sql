@@ -1,6 +1,7 @@
 -- name: coverage_empty
 -- coverage when no segment holds any: every column of a segment's coverage, no rows.
-CREATE TABLE coverage AS
+-- reads:
+-- creates: coverage
 SELECT NULL::VARCHAR AS trace_id, NULL::VARCHAR AS span_id, NULL::VARCHAR AS span_name,
        NULL::VARCHAR AS convention, NULL::VARCHAR AS scope_name, NULL::VARCHAR AS scope_version,
        NULL::BOOLEAN AS missing_input, NULL::BOOLEAN AS missing_output, NULL::BOOLEAN AS missing_tool_schema,

@@ -1,3 +1,5 @@
 -- name: llm_calls(${files})
 -- The build's LLM calls over every segment (llm_calls.parquet).
-CREATE VIEW llm_calls AS SELECT * FROM read_parquet(${files}, union_by_name = true)
+-- reads:
+-- creates: llm_calls
+SELECT * FROM read_parquet(${files}, union_by_name = true)

@@ -1,6 +1,7 @@
 -- name: llm_calls_empty
 -- llm_calls when no segment holds any: every column of a segment's llm_calls, no rows.
-CREATE TABLE llm_calls AS
+-- reads:
+-- creates: llm_calls
 SELECT NULL::VARCHAR AS trace_id, NULL::VARCHAR AS span_id, NULL::VARCHAR AS parent_span_id,
        NULL::BIGINT AS start_ns, NULL::BIGINT AS end_ns, NULL::VARCHAR AS service_name,
        NULL::VARCHAR AS agent_name, NULL::VARCHAR AS convention, NULL::VARCHAR AS provider,
