@@ -9,9 +9,9 @@ from pathlib import Path
 
 import click
 
-from spanrl.config import click_options
+from spanrl.config import click_options, resolve
 from spanrl.options import data_option, print_cleanup
-from spanrl.trainer.config import TrainConfig  # light: no torch
+from spanrl.trainer.config import AdapterFlags, TrainConfig, TrainRunFlags  # light: no torch
 
 # the flags are TrainConfig's fields (spanrl.config.click_options): default, choices and help live there
 TRAIN_FLAGS = ("loss_agg", "lr", "lr_schedule", "epochs", "rollouts_per_step", "tokens_per_batch", "max_prompt_tokens",
@@ -26,11 +26,8 @@ TRAIN_FLAGS = ("loss_agg", "lr", "lr_schedule", "epochs", "rollouts_per_step", "
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="spanrl.toml with a [train] table (default DATA/spanrl.toml, then ./spanrl.toml).")
 @click_options(TrainConfig, *TRAIN_FLAGS)
-@click.option("--notify", default=None, help="vLLM base URL: POST /v1/load_lora_adapter after saving (failure = warning).")
-@click.option("--no-progress", is_flag=True, help="No progress bar.")
-@click.option("--no-promote", is_flag=True,
-              help="Save the adapter as a candidate: adapters/LATEST stays (promote it later with `spanrl adapters promote ID`).")
-def train(data: Path, config_file: Path | None, notify: str | None, no_progress: bool, no_promote: bool,
+@click_options(TrainRunFlags, "notify", "progress", "promote")
+def train(data: Path, config_file: Path | None, notify: str | None, progress: bool | None, promote: bool | None,
           **options: object) -> None:
     """One batch cycle: transition snapshot -> LoRA adapter (continues from adapters/LATEST).
 
@@ -47,8 +44,9 @@ def train(data: Path, config_file: Path | None, notify: str | None, no_progress:
     from spanrl.trainer.train import train as run_train
 
     cfg = make_train_config(config_file=config_file, data=data, **options)
+    run = resolve(TrainRunFlags, {"notify": notify, "progress": progress, "promote": promote}, None)
     try:
-        result = run_train(cfg, notify=notify, progress=not no_progress, promote=not no_promote)
+        result = run_train(cfg, notify=run.notify, progress=run.progress, promote=run.promote)
     except AlreadyTrained as done:
         click.echo(f"nothing to do: {done}")
         return
@@ -68,7 +66,7 @@ def train(data: Path, config_file: Path | None, notify: str | None, no_progress:
         more = ", ..." if len(g["rolled_back"]) > 5 else ""
         click.echo(f"guard: rolled back {g['rolled_back_steps']} of {g['steps']} steps whose KL to the cycle start "
                    f"exceeded --max-kl {g['max_kl']:g} ({tripped}{more}); lower --lr if most steps trip", err=True)
-    if no_promote:
+    if not run.promote:
         click.echo(f"candidate {result.cycle_id}: adapters/LATEST unchanged; `spanrl adapters promote {result.cycle_id}` makes it LATEST")
     if cfg.keep_adapters is not None:
         from spanrl.trainer.retention import clean_adapters
@@ -89,7 +87,7 @@ def adapters() -> None:
 
 @adapters.command("list")
 @data_option
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Adapters root (default DATA/adapters).")
+@click_options(TrainConfig, "out")  # one home: train's --out
 def adapters_list(data: Path, out: Path | None) -> None:
     """Every trained adapter (cycles.jsonl), which is LATEST and which were kept as candidates.
 
@@ -110,9 +108,8 @@ def adapters_list(data: Path, out: Path | None) -> None:
 
 @adapters.command("promote")
 @data_option
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Adapters root (default DATA/adapters).")
-@click.option("--if-better", "if_better", default=None, type=click.Path(dir_okay=False, path_type=Path),
-              help="Promote only if this `spanrl eval` eval.json's verdict for CYCLE_ID vs its baseline is better.")
+@click_options(TrainConfig, "out")  # one home: train's --out
+@click_options(AdapterFlags, "if_better")
 @click.argument("cycle_id")
 def adapters_promote(data: Path, out: Path | None, cycle_id: str, if_better: Path | None) -> None:
     """Make adapter CYCLE_ID adapters/LATEST: promote a candidate, or roll back to an older adapter.
@@ -125,6 +122,7 @@ def adapters_promote(data: Path, out: Path | None, cycle_id: str, if_better: Pat
     """
     from spanrl.trainer.adapter import adapters_dir, promote_adapter
 
+    if_better = resolve(AdapterFlags, {"if_better": if_better}, None).if_better
     if if_better is not None:  # promotion on evidence (docs/eval.md): refuses unless the verdict is "better"
         from spanrl.trainer.evidence import check_better
 
@@ -136,10 +134,9 @@ def adapters_promote(data: Path, out: Path | None, cycle_id: str, if_better: Pat
 
 @adapters.command("clean")
 @data_option
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Adapters root (default DATA/adapters).")
-@click.option("--keep", type=int, required=True, metavar="N", help="Keep the N newest adapters (and every protected one).")
-@click.option("--dry-run", is_flag=True, help="Say what would be deleted; delete nothing.")
-def adapters_clean(data: Path, out: Path | None, keep: int, dry_run: bool) -> None:
+@click_options(TrainConfig, "out")  # one home: train's --out
+@click_options(AdapterFlags, "keep", "dry_run")
+def adapters_clean(data: Path, out: Path | None, keep: int, dry_run: bool | None) -> None:
     """Delete old adapters: keeps the N newest, LATEST, those DATA/demo/cycles.jsonl names, and every
     ancestor of a kept adapter (--new-only walks that chain). Drafts being saved are never touched.
 
@@ -150,4 +147,5 @@ def adapters_clean(data: Path, out: Path | None, keep: int, dry_run: bool) -> No
     from spanrl.trainer.adapter import adapters_dir
     from spanrl.trainer.retention import clean_adapters
 
-    print_cleanup("adapters", clean_adapters(out or adapters_dir(data), keep, data=data, dry_run=dry_run))
+    flags = resolve(AdapterFlags, {"keep": keep, "dry_run": dry_run}, None)
+    print_cleanup("adapters", clean_adapters(out or adapters_dir(data), flags.keep, data=data, dry_run=flags.dry_run))

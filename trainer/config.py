@@ -155,6 +155,28 @@ def _flag(name: str) -> str:
     return name.replace("_", "-")
 
 
+@dataclass
+class TrainRunFlags:
+    """What one ``spanrl train`` call asks beyond its config (no section, and not recorded in
+    training_state.json: where to announce the adapter and how to show progress change no weight)."""
+
+    notify: str | None = knob(None, "vLLM base URL: POST /v1/load_lora_adapter after saving (failure = warning).")
+    progress: bool = knob(True, "No progress bar.", flag="--no-progress")
+    promote: bool = knob(True, "Save the adapter as a candidate: adapters/LATEST stays (promote it later with "
+                         "`spanrl adapters promote ID`).", flag="--no-promote")
+
+
+@dataclass
+class AdapterFlags:
+    """The per-call switches of ``spanrl adapters promote|clean`` (no section); their ``--out`` is
+    ``TrainConfig.out``."""
+
+    if_better: Path | None = knob(None, "Promote only if this `spanrl eval` eval.json's verdict for CYCLE_ID vs its "
+                                  "baseline is better.", click_type=click.Path(dir_okay=False, path_type=Path))
+    keep: int | None = knob(None, "Keep the N newest adapters (and every protected one).", required=True, metavar="N")
+    dry_run: bool = knob(False, "Say what would be deleted; delete nothing.")
+
+
 def make_train_config(config_file: Path | None = None, **flags: Any) -> TrainConfig:
     """Flags (None = not given) over ``$SPANRL_DATA`` and the ``[train]`` section over the defaults."""
     return resolve(TrainConfig, {**flags, "config_file": config_file}, "train")
