@@ -24,7 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # CLI modules whose every flag is generated from config knobs (spanrl.config.click_options); a module
 # joins this list once it is converted, and then may not write a click option by hand
 KNOB_FLAG_MODULES = ("rollout/cli.py", "evaluate/cli.py", "judge/cli.py", "prompts/cli.py", "serve/cli.py",
-                     "gateway/cli.py", "collector/cli.py", "ui/cli.py", "demo/cli.py", "export/cli.py")
+                     "gateway/cli.py", "collector/cli.py", "ui/cli.py", "demo/cli.py", "export/cli.py",
+                     "query/cli.py", "ingest/lake_cli.py", "transitions/cli.py", "trainer/cli.py", "ingest/cli.py",
+                     "spanrl/cli.py")
 # hand-written options those modules may still hold: the shared ones (spanrl.options.data_option, --config)
 SHARED_OPTIONS = {"--data", "--config"}
 
