@@ -51,15 +51,19 @@ def _content(message: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _steps(prompt: str | None) -> list[str]:
-    """The tool calls of a conversation (the last call's prompt), each with the result it got."""
+def _steps(prompt: str | None, skip: int = 0) -> list[str]:
+    """The tool calls of a conversation (the last call's prompt) past its first ``skip`` messages (the
+    first call's prompt: worked examples the agent keeps in its history are not this rollout's steps),
+    each with the result it got."""
     try:
         messages = json.loads(prompt or "[]")
     except ValueError:
         return []
+    if not isinstance(messages, list):
+        return []
     results = {m.get("tool_call_id"): _content(m) for m in messages if isinstance(m, dict) and m.get("role") == "tool"}
     steps = []
-    for message in messages if isinstance(messages, list) else []:
+    for message in messages[skip:]:
         for call in (message.get("tool_calls") or []) if isinstance(message, dict) else []:
             fn = call.get("function") or {}
             result = results.get(call.get("id"))
@@ -84,7 +88,7 @@ def agent_examples(data: Path, agent: str, sha: str | None = None) -> list[Examp
             answer = _content(json.loads(r["last_answer"] or "null"))
         except ValueError:
             answer = r["last_answer"] or ""
-        out.append(Example(r["task_id"] or "", r["input"] or "", _steps(r["last_prompt"]), _cut(answer),
+        out.append(Example(r["task_id"] or "", r["input"] or "", _steps(r["last_prompt"], int(r["first_prompt_messages"] or 0)), _cut(answer),
                            float(r["reward"]), r["system_prompt"], r["prompt_version"], r["rollout_id"]))
     return out
 

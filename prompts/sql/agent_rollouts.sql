@@ -2,8 +2,10 @@
 -- The rewarded, complete rollouts of one agent (spanrl prompts optimize): a rollout is the agent's when
 -- one of its LLM calls names it (agent_name or model = $agent) or sent the system prompt whose sha256
 -- is $sha. Per rollout: its task, reward, purpose, the prompt version the gateway applied, the first
--- call's system prompt and user message (as text; a list of content parts is joined), and the last
--- call's prompt and answer (JSON text: the tool calls and results in between are in that prompt).
+-- call's system prompt and its last user message (the task: worked examples an agent keeps in its
+-- conversation come before it; as text, a list of content parts joined), the first call's message
+-- count, and the last call's prompt and answer (JSON text: the rollout's own tool calls and results are
+-- the messages of that prompt past the first call's).
 WITH picked AS (
     SELECT rollout_id, task_id, final_reward, purpose, prompt_version, unnest(trace_ids) AS trace_id
     FROM rollouts
@@ -14,8 +16,9 @@ calls AS (
            c.agent_name, c.model, CAST(c.input_messages AS VARCHAR) AS prompt, CAST(c.output_message AS VARCHAR) AS answer,
            list_filter(TRY_CAST(CAST(c.input_messages AS JSON) AS JSON[]),
                        lambda m: m->>'role' IN ('system', 'developer'))[1]->'content' AS sys_content,
-           list_filter(TRY_CAST(CAST(c.input_messages AS JSON) AS JSON[]), lambda m: m->>'role' = 'user')[1]->'content'
-               AS user_content
+           list_filter(TRY_CAST(CAST(c.input_messages AS JSON) AS JSON[]), lambda m: m->>'role' = 'user')[-1]->'content'
+               AS user_content,
+           coalesce(json_array_length(CAST(c.input_messages AS JSON)), 0) AS n_messages
     FROM picked AS p JOIN llm_calls AS c USING (trace_id)
 ),
 texts AS (
@@ -30,6 +33,7 @@ SELECT rollout_id, any_value(task_id) AS task_id, any_value(final_reward) AS rew
        any_value(prompt_version) AS prompt_version,
        arg_min(system_text, (start_ns, span_id)) AS system_prompt,
        arg_min(user_text, (start_ns, span_id)) AS input,
+       arg_min(n_messages, (start_ns, span_id)) AS first_prompt_messages,
        arg_max(prompt, (start_ns, span_id)) AS last_prompt,
        arg_max(answer, (start_ns, span_id)) AS last_answer,
        min(start_ns) AS started_ns

@@ -95,6 +95,8 @@ def test_a_worse_rewrite_is_not_promoted(lake) -> None:
     demo = next(read_version(data, "calc-b", v) for v in list_versions(data, "calc-b")
                 if read_version(data, "calc-b", v).meta["method"] == "demonstrations")
     assert "What is 10+20?" in demo.text and "30" in demo.text and "What is 1+2?" not in demo.text  # other tasks only
+    # the task is the rollout's own question, not the worked example the agent keeps in its conversation
+    assert "100+200" not in demo.text and "Final answer: 300" not in demo.text
     report = json.loads((data / "prompts" / "calc-b" / "_optimize" / "report.json").read_text())
     assert report["verdict"] == "not better on the train split" and report["promoted"] is False
     assert report["used_rollouts"] <= 16 and "LATEST stays 0001" in res.output
