@@ -1,5 +1,5 @@
 -- name: agent_rollouts($agent, $sha)
--- The rewarded, complete rollouts of one agent (spanrl prompts optimize): a rollout is the agent's when
+-- The rewarded, complete training rollouts of one agent (spanrl prompts optimize): a rollout is the agent's when
 -- one of its LLM calls names it (agent_name or model = $agent) or sent the system prompt whose sha256
 -- is $sha. Per rollout: its task, reward, purpose, the prompt version the gateway applied, the first
 -- call's system prompt and its last user message (the task: worked examples an agent keeps in its
@@ -10,6 +10,10 @@ WITH picked AS (
     SELECT rollout_id, task_id, final_reward, purpose, prompt_version, unnest(trace_ids) AS trace_id
     FROM rollouts
     WHERE complete AND final_reward IS NOT NULL
+      -- never a held-out run (`spanrl eval`, `rollout --purpose eval`, the optimizer's own scoring runs):
+      -- a held-out task's answer shown as a demonstration or to the critic would leak into the prompt
+      -- that is then evaluated on it
+      AND purpose IS DISTINCT FROM 'eval'
 ),
 calls AS (
     SELECT p.rollout_id, p.task_id, p.final_reward, p.purpose, p.prompt_version, c.start_ns, c.span_id,

@@ -5,7 +5,8 @@ phrase, and a fake optimizer model (a canned critique, then a canned rewrite; te
 The lake is made as in production: the agents run by ``spanrl rollout`` through a plain ``spanrl
 gateway`` with a scorer, then ``spanrl ingest``. Agent calc-a's prompt lacks the phrase: the rewrite
 adds it, is scored better on train and on validation (paired), and is promoted. Agent calc-b's prompt
-has it: the rewrite drops it, and nothing is promoted (the demonstrations candidate ties)."""
+has it: the rewrite drops it, and nothing is promoted (the demonstrations candidate ties); its held-out
+run (``--purpose eval``) answered right but is never taken as a demonstration."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ WEAK = "You are a calculator."
 STRONG = "You are a calculator. MAGIC: answer with the number only."
 TASKS = [{"task_id": f"t{a}", "input": f"What is {a}+{a + 1}?", "expected": str(2 * a + 1)} for a in (1, 2, 3, 4)]
 OTHER = {"task_id": "other", "input": "What is 10+20?", "expected": "30"}  # a task the optimization does not score
+HELD = {"task_id": "held", "input": "What is 7+8?", "expected": "15"}  # a held-out task: run with --purpose eval only
 
 
 def _agent(model: str, prompt: str) -> list[str]:
@@ -49,6 +51,12 @@ def lake(tmp_path_factory):
                                                "--policy-url", gw.url + "/v1", "--score", SCORER, "--",
                                                *_agent(model, prompt)])
                 assert res.exit_code == 0, res.output
+            held = root / "held.jsonl"
+            held.write_text(json.dumps(HELD) + "\n")
+            res = CliRunner().invoke(cli, ["rollout", "--data", str(data), "--tasks", str(held), "--n", "1", "--purpose",
+                                           "eval", "--policy-url", gw.url + "/v1", "--score", SCORER, "--",
+                                           *_agent("calc-b", STRONG)])
+            assert res.exit_code == 0, res.output
         finally:
             gw.stop()
         ingest(data)
@@ -97,6 +105,7 @@ def test_a_worse_rewrite_is_not_promoted(lake) -> None:
     assert "What is 10+20?" in demo.text and "30" in demo.text and "What is 1+2?" not in demo.text  # other tasks only
     # the task is the rollout's own question, not the worked example the agent keeps in its conversation
     assert "100+200" not in demo.text and "Final answer: 300" not in demo.text
+    assert "7+8" not in demo.text  # a held-out (purpose eval) rollout is never a demonstration, though it scored 1
     report = json.loads((data / "prompts" / "calc-b" / "_optimize" / "report.json").read_text())
     assert report["verdict"] == "not better on the train split" and report["promoted"] is False
     assert report["used_rollouts"] <= 16 and "LATEST stays 0001" in res.output
