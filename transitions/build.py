@@ -54,7 +54,7 @@ from spanrl.transitions.incremental import (
     restrict_lake,
     traces_table_sql,
 )
-from spanrl.transitions.pipeline import SNAPSHOT_STEPS, TRANSITION_STEPS, run_steps
+from spanrl.transitions.pipeline import REWRITE_STEPS, SNAPSHOT_STEPS, TRANSITION_STEPS, run_steps
 from spanrl.transitions.rollouts import register_stage2, set_variables
 from spanrl.transitions.snapshot import (
     clean_stale_drafts,
@@ -295,7 +295,7 @@ def _write_segments(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build
 def _rewrite_touched(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build_id: str,
                      state: dict[str, Any]) -> set[str]:
     """Older segments holding a recomputed trace or rollout, written again without those rows."""
-    con.execute("CREATE OR REPLACE TEMP TABLE _touched_rollouts AS " + read_sql("segments/_touched_rollouts"))
+    run_steps(con, REWRITE_STEPS, materialize=True)
     root = tables_dir(data)
     rewritten = set()
     for seg, folder in sorted(state["segments"].items()):

@@ -31,7 +31,7 @@ import duckdb
 
 from spanrl.layout import lake_dir
 from spanrl.sqlfiles import one, rows
-from spanrl.transitions.pipeline import LAST_BUILD_STEPS, PRIOR_STEPS, run_steps
+from spanrl.transitions.pipeline import LAST_BUILD_STEPS, PRIOR_STEPS, ROUND_STEPS, run_steps
 from spanrl.transitions.sqlfiles import read_sql, render_sql
 from spanrl.transitions.tables import global_file, over_files, segment_files
 
@@ -112,9 +112,9 @@ def close_over_rollouts(con: duckdb.DuckDBPyConnection) -> None:
 def joined_older(con: duckdb.DuckDBPyConnection) -> int:
     """After a partial run: add to ``_touched`` (closed again) the traces of older rollouts that a
     recomputed trace now belongs to, and the stored traces a recomputed trace may share an LLM call
-    with (``incremental/twins.sql``: one call recorded in two traces that reached the lake on different
+    with (``ROUND_STEPS``, ``incremental/twins.sql``: one call recorded in two traces that reached the lake on different
     nights); how many traces were added (0: the run is complete)."""
-    con.execute(read_sql("incremental/twins"))
+    run_steps(con, ROUND_STEPS, materialize=True)
     twins = one(con, "SELECT count(*) AS n FROM _twin_traces")["n"]
     older = one(con, "SELECT count(*) AS n FROM rollouts SEMI JOIN _p_rollouts USING (rollout_id)")["n"]
     if not (twins or older):

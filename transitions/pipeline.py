@@ -138,16 +138,28 @@ PRIOR_STEPS: list[Step] = [
     Step("_prior_responses", ("_p_responses", "_touched"), "incremental/_prior_responses", "view"),
 ]
 
+# An incremental build after each closure round's TRANSITION_STEPS (incremental.joined_older): the stored
+# traces that may hold the other recording of a recomputed trace's LLM call (recomputed with it next round).
+ROUND_STEPS: list[Step] = [
+    Step("_twin_traces", ("llm_calls", "_span_tree", "_p_traces"), "incremental/twins", "table"),
+]
+# An incremental build's publish (build._rewrite_touched): the rollouts its rows replace in older segments.
+REWRITE_STEPS: list[Step] = [
+    Step("_touched_rollouts", ("rollouts", "_p_rollouts", "_touched"), "segments/_touched_rollouts", "table"),
+]
+
 # Every list (a full build's, then the snapshot's and a reader's, then an incremental plan's): what
 # docs/architecture.md's step table shows, row by row
 # (tests/transitions/test_step_table.py holds the table to these lists).
 STEP_LISTS: dict[str, list[Step]] = {"STAGE2_STEPS": STAGE2_STEPS, "TRANSITION_STEPS": TRANSITION_STEPS,
                                      "PUBLISH_STEPS": PUBLISH_STEPS, "DIGEST_STEPS": DIGEST_STEPS,
                                      "SNAPSHOT_STEPS": SNAPSHOT_STEPS, "LAST_BUILD_STEPS": LAST_BUILD_STEPS,
-                                     "PRIOR_STEPS": PRIOR_STEPS}
+                                     "PRIOR_STEPS": PRIOR_STEPS, "ROUND_STEPS": ROUND_STEPS,
+                                     "REWRITE_STEPS": REWRITE_STEPS}
 # The lists that run on one connection, in order: each relation is made by one step of them.
 CONNECTIONS: dict[str, tuple[str, ...]] = {
-    "builder": ("LAST_BUILD_STEPS", "PRIOR_STEPS", "STAGE2_STEPS", "TRANSITION_STEPS"),  # a build's (a shard's)
+    "builder": ("LAST_BUILD_STEPS", "PRIOR_STEPS", "STAGE2_STEPS", "TRANSITION_STEPS", "ROUND_STEPS",
+                "REWRITE_STEPS"),  # a build's (a shard's) lake connection
     "snapshot": ("PUBLISH_STEPS", "SNAPSHOT_STEPS"),  # build.py's snapshot, over every segment
     "reader": ("DIGEST_STEPS", "SNAPSHOT_STEPS"),  # read_snapshot / content_hash / compute_advantages
 }

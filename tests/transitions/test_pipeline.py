@@ -24,11 +24,11 @@ from spanrl.transitions.sqlfiles import read_sql
 
 # Registered before the steps run: stage 1's relations, the feedback rows and priors, the bound AIR rules.
 INPUTS = {*STAGE1, *PRIOR_INPUTS, "_feedback", "_air_rules", "_touched"}
-STEPS = [s for steps in STEP_LISTS.values() for s in steps]  # the snapshot's transition_rows: every segment's rows
-assert STEPS[:len(STAGE2_STEPS) + len(TRANSITION_STEPS)] == STAGE2_STEPS + TRANSITION_STEPS and SNAPSHOT_STEPS
-# an incremental plan's lists come last in STEP_LISTS (the doc's table order) but run first
-STEPS = [s for s in STEPS if s not in STEP_LISTS["LAST_BUILD_STEPS"] + STEP_LISTS["PRIOR_STEPS"]] \
-    + STEP_LISTS["LAST_BUILD_STEPS"] + STEP_LISTS["PRIOR_STEPS"]
+# every list in the order they run (STEP_LISTS is the doc table's order: an incremental plan's lists last)
+RUN_ORDER = ("LAST_BUILD_STEPS", "PRIOR_STEPS", "STAGE2_STEPS", "TRANSITION_STEPS", "ROUND_STEPS", "REWRITE_STEPS",
+             "PUBLISH_STEPS", "DIGEST_STEPS", "SNAPSHOT_STEPS")
+assert set(RUN_ORDER) == set(STEP_LISTS) and STAGE2_STEPS and TRANSITION_STEPS and SNAPSHOT_STEPS
+STEPS = [s for name in RUN_ORDER for s in STEP_LISTS[name]]
 KNOWN = INPUTS | {s.creates for s in STEPS}
 
 

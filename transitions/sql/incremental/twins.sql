@@ -6,7 +6,8 @@
 -- that overlap: pairs of a lone stored trace with any recomputed one overlapping it, and of a lone
 -- recomputed trace with any stored one. On traffic where every call sits under an agent span both sides
 -- are empty. A superset of the real twins (llm_calls.sql decides); the build recomputes them together.
-CREATE OR REPLACE TEMP TABLE _twin_traces AS
+-- reads: llm_calls, _span_tree, _p_traces
+-- creates: _twin_traces
 WITH call_spans AS (
     SELECT trace_id, span_id FROM llm_calls
     UNION ALL
