@@ -1,7 +1,8 @@
 -- name: task_inputs
 -- Tasks from past rollouts (relation _selected: the rollout_id column of the user's --sql result):
--- the first user message of each rollout's first LLM call (by start time), as text (a list of
--- content parts is joined), deduplicated by that text. task_id: the rollouts' own task id (so replays
+-- the last user message of each rollout's first LLM call (by start time: the user's request, after any
+-- worked examples or earlier turns the agent keeps in its conversation), as text (a list of content
+-- parts is joined), deduplicated by that text. task_id: the rollouts' own task id (so replays
 -- join the original traffic's group), the smallest when one input was seen under several.
 -- Reads only `rollouts` and `llm_calls`, the relations every lake serves: the stage-2 tables a build
 -- materialised, or (a lake without a build yet) the same relations computed when connecting.
@@ -24,7 +25,7 @@ texts AS (
                WHEN 'VARCHAR' THEN content->>'$'
                WHEN 'ARRAY' THEN array_to_string(json_extract_string(content, '$[*].text'), chr(10))
            END AS input
-    FROM (SELECT *, list_filter(TRY_CAST(messages AS JSON[]), lambda m: m->>'role' = 'user')[1]->'content' AS content
+    FROM (SELECT *, list_filter(TRY_CAST(messages AS JSON[]), lambda m: m->>'role' = 'user')[-1]->'content' AS content
           FROM first_call)
 )
 SELECT min(task_id) AS task_id, input, count(*) AS rollouts, min(started_ns) AS first_seen_ns

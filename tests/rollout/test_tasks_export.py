@@ -50,6 +50,19 @@ def test_export_reads_a_built_lake_as_the_nightly_job_leaves_it(tmp_path: Path) 
         assert {r["input"] for r in rows} <= {q for _, _, q, _ in ROLLOUTS}
 
 
+def test_the_input_is_the_request_not_a_worked_example(tmp_path: Path) -> None:
+    """An agent that keeps a worked example before the task in its conversation: each rollout's input is
+    its own request (the last user message of its first call), not the example every rollout shares."""
+    data = tmp_path / "data"
+    write_rollouts(data, ROLLOUTS, history=(("What is 1 + 1?", "2"),))
+    ingest(data, "--no-transitions")
+    out = tmp_path / "tasks.jsonl"
+    result = CliRunner().invoke(cli, ["tasks", "--data", str(data), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["input"] for r in rows} == {q for _, _, q, _ in ROLLOUTS}
+
+
 def test_empty_lake_says_to_ingest(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["tasks", "--data", str(tmp_path)])
     assert result.exit_code == 2 and "spanrl ingest" in result.output

@@ -16,9 +16,9 @@ def _run(lake: FakeLake, **cfg):
 
 
 def _rollout(lake: FakeLake, trace: str, reward: float | None = 1.0, attrs: dict | None = None,
-             resource: dict | None = None, prompt: str = "task", t: int = 0) -> str:
+             resource: dict | None = None, prompt: str = "task", t: int = 0, history: list[dict] = ()) -> str:
     root = lake.span(trace, "invoke_agent a", t, t + 1000, attributes=attrs, resource=resource)
-    lake.llm_call(trace, t + 10, t + 100, root, [user(prompt)], assistant("a1"), agent="a")
+    lake.llm_call(trace, t + 10, t + 100, root, [*history, user(prompt)], assistant("a1"), agent="a")
     if reward is not None:
         lake.span(trace, "spanrl.reward", t + 900, t + 900, root, attributes={"spanrl.reward": reward})
     return root
@@ -134,6 +134,20 @@ def test_task_identity(tmp_path: Path) -> None:
     tasks = dict(con.execute("SELECT rollout_id, task_id FROM rollouts").fetchall())
     assert tasks[a] == tasks[b] and tasks[a].startswith("msg:")
     assert tasks[c] == "T-9" and tasks[d] == "row-3"
+
+
+def test_task_identity_past_worked_examples(tmp_path: Path) -> None:
+    """An agent that keeps a worked example in its conversation: the task is the user's request (the last
+    user message of the first call), so two questions stay two groups and one question asked twice is one."""
+    lake = FakeLake(tmp_path)
+    example = [user("What is 1+1?"), assistant("2")]
+    a, b, c = (new_id(32) for _ in range(3))
+    _rollout(lake, a, prompt="What is 3+4?", history=example)
+    _rollout(lake, b, prompt="What is 5+6?", history=example)
+    _rollout(lake, c, prompt="What is 3+4?", history=example)
+    con, _ = _run(lake)
+    tasks = dict(con.execute("SELECT rollout_id, task_id FROM rollouts").fetchall())
+    assert tasks[a] != tasks[b] and tasks[a] == tasks[c]
 
 
 def test_one_trace_holding_several_rollouts(tmp_path: Path) -> None:

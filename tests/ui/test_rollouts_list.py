@@ -31,7 +31,8 @@ def test_first_user_message_and_final_answer_columns(ui_data: Path) -> None:
             "SELECT CAST(c.input_messages AS VARCHAR), CAST(c.output_message AS VARCHAR) FROM llm_calls c "
             "JOIN (SELECT unnest(trace_ids) AS trace_id FROM rollouts WHERE rollout_id = 'ui-team') USING (trace_id) "
             "ORDER BY c.start_ns, c.span_id").fetchall()
-    first_user = next(m["content"] for m in json.loads(calls[0][0]) if m["role"] == "user")
+    # the request: the first call's last user message (worked examples an agent keeps come before it)
+    first_user = [m["content"] for m in json.loads(calls[0][0]) if m["role"] == "user"][-1]
     final = json.loads(calls[-1][1])["content"]
 
     async def check(client: TestClient) -> None:

@@ -1,5 +1,6 @@
 -- name: rollout_previews($ended_ns, $rollout_ids, $started_ns)
--- For the rollouts of one Rollouts page: the first user message of the first LLM call and the final
+-- For the rollouts of one Rollouts page: the last user message of the first LLM call (the request, after
+-- any worked examples the agent keeps in its conversation; the column keeps its name) and the final
 -- answer (the last call's response text, else the tool it called), whitespace collapsed and cut to
 -- 120 characters, so the list reads as questions and outcomes instead of ids. The page's time span
 -- ($started_ns..$ended_ns) lets the scan skip other times' row groups (as rollout_calls.sql).
@@ -16,7 +17,7 @@ ends AS (
 ),
 texts AS (
     SELECT rollout_id,
-           regexp_replace(list_filter(CAST(prompt -> '$[*]' AS JSON[]), lambda m: (m ->> 'role') = 'user')[1] ->> 'content',
+           regexp_replace(list_filter(CAST(prompt -> '$[*]' AS JSON[]), lambda m: (m ->> 'role') = 'user')[-1] ->> 'content',
                           '\s+', ' ', 'g') AS first_user,
            regexp_replace(coalesce(answer ->> 'content',
                                    '(calls ' || (answer -> 'tool_calls' -> 0 -> 'function' ->> 'name') || ')'),

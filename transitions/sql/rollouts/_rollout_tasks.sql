@@ -1,6 +1,8 @@
 -- name: _rollout_tasks
 -- Per rollout: the task it attempts, for group baselines. spanrl.task_id (span or resource), the
--- configured --task-key, else a hash of the rollout's first user message (first call in tree order).
+-- configured --task-key, else a hash of the last user message of the rollout's first call (tree order):
+-- the user's request; worked examples or earlier turns an agent keeps in its conversation come before
+-- it (the first user message made every rollout of such an agent one task group).
 -- Also its purpose: spanrl.rollout.purpose (span or resource; `spanrl eval` sets 'eval'), NULL when untagged.
 -- reads: _span_facts, llm_calls, _span_tree, _rollout_calls
 -- creates: _rollout_tasks
@@ -23,13 +25,13 @@ first_call AS (  -- the first call (tree order) that can hold a user message, fo
           GROUP BY rollout_id) AS f
     JOIN llm_calls AS c ON c.trace_id = f.k.t AND c.span_id = f.k.s
 ),
-first_user AS (
+last_user AS (
     SELECT rollout_id,
-           list_filter(TRY_CAST(messages AS JSON[]), lambda m: m->>'role' = 'user')[1]->'content' AS content
+           list_filter(TRY_CAST(messages AS JSON[]), lambda m: m->>'role' = 'user')[-1]->'content' AS content
     FROM first_call
 )
 SELECT k.rollout_id,
        coalesce(k.spanrl_task, k.key_task,
                 'msg:' || substr(md5(CAST(f.content AS VARCHAR)), 1, 16)) AS task_id,
        k.purpose
-FROM keyed k LEFT JOIN first_user f USING (rollout_id)
+FROM keyed k LEFT JOIN last_user f USING (rollout_id)
