@@ -31,6 +31,7 @@ class Trajectory:
     final_reward: float | None
     messages: list[dict[str, Any]]  # the whole conversation, system first when there is one
     content_hash: str
+    task_len: int = 0  # the first call's prompt: the task (and any worked examples before it) ends here
 
 
 @dataclass
@@ -78,7 +79,8 @@ def _trajectory(row: dict[str, Any]) -> Trajectory:
         messages.append(response)
         previous = prompt + [response]
     digest = hashlib.sha256(json.dumps(row["steps"], sort_keys=True).encode()).hexdigest()
-    return Trajectory(row["rollout_id"], row["task_id"], row["final_reward"], messages, digest)
+    first = len(_json_list(row["steps"][0]["prompt"])) if row["steps"] else 0
+    return Trajectory(row["rollout_id"], row["task_id"], row["final_reward"], messages, digest, first)
 
 
 def _json_list(text: str | None) -> list[dict[str, Any]]:
@@ -87,16 +89,20 @@ def _json_list(text: str | None) -> list[dict[str, Any]]:
 
 
 def task_text(group: Group) -> str:
-    """The task as the agent got it: the system prompt and first user message of the first member."""
-    msgs = group.members[0].messages
-    parts = [f"[{m['role']}] {_content(m.get('content'))}" for m in msgs[:2] if m.get("role") in ("system", "user")]
+    """The task as the agent got it: the system prompt and the request (the last user message of the first
+    member's first call: worked examples an agent keeps in its conversation come before it)."""
+    first = group.members[0]
+    head = first.messages[:first.task_len] if first.task_len else first.messages[:2]
+    system = [m for m in head[:1] if m.get("role") == "system"]
+    users = [m for m in head if m.get("role") == "user"][-1:]
+    parts = [f"[{m['role']}] {_content(m.get('content'))}" for m in system + users]
     return "\n".join(parts) or f"(task {group.task_id}: no user message recorded)"
 
 
 def render(t: Trajectory, max_tokens: int) -> str:
     """The conversation after the task messages, as text, cut to ``max_tokens`` with a marker."""
     lines = []
-    start = next((i for i, m in enumerate(t.messages) if m.get("role") == "user"), -1) + 1
+    start = t.task_len or next((i for i, m in enumerate(t.messages) if m.get("role") == "user"), -1) + 1
     for m in t.messages[start:]:
         role = m.get("role")
         if role == "tool":

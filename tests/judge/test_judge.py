@@ -60,6 +60,22 @@ def test_group_scores_become_rewards_with_group_advantages(data: Path) -> None:
             assert v["advantage"] == pytest.approx((rewards[k] - mean) / (std + 1e-6), rel=1e-4)
 
 
+def test_the_task_shown_is_the_request_past_worked_examples(tmp_path: Path) -> None:
+    """An agent keeping a worked example before the task: the judge is shown the real question as the task,
+    and each trajectory from the answer on (not the example's question and answer)."""
+    data = tmp_path / "data"
+    write_rollouts(data, ROLLOUTS, history=(("What is 1 + 1?", "It is 2."),))
+    ingest(data, "--missing-reward", "zero")
+    with FakeJudge(good_word="42") as fake:
+        result = judge(data, fake.url)
+    assert result.exit_code == 0, result.output
+    asked = [s["body"]["messages"][-1]["content"] for s in fake.seen]
+    tasks = {text.split("Task:\n")[1].split("\n\n")[0] for text in asked}
+    assert tasks == {"[system] You are a calculator.\n[user] What is 40 + 2?",
+                     "[system] You are a calculator.\n[user] What is 6 * 7?"}
+    assert not any("1 + 1" in text or "It is 2." in text for text in asked)
+
+
 def test_rerun_is_cached_and_a_changed_group_is_judged_again(data: Path) -> None:
     with FakeJudge() as fake:
         assert judge(data, fake.url).exit_code == 0
