@@ -25,17 +25,15 @@ import duckdb
 from spanrl.errors import stops_on_resource_trouble
 from spanrl.ingest.lake import (  # stage 1's API
     CALL_RELATIONS,
-    coverage_sql,
     crash_point,
     lake_lock,
-    lock_down,
-    open_for_builder,
 )
-from spanrl.layout import feedback_dir, lake_dir
+from spanrl.layout import lake_dir
 from spanrl.sqlfiles import NO_AUTO_CHECKPOINT, one, parquet_rows, rows, sql_literal
 from spanrl.transitions import quarantine
 from spanrl.transitions.air import load_air_rules, rules_as_dicts
 from spanrl.transitions.config import BuildConfig
+from spanrl.transitions.connect import builder_readable, open_lake, segment_sources
 from spanrl.transitions.credit import (
     ADVANTAGE_COLUMNS,
     EPS,
@@ -52,7 +50,6 @@ from spanrl.transitions.incremental import (
     plan_touched,
     register_priors,
     restrict_lake,
-    traces_table_sql,
 )
 from spanrl.transitions.pipeline import REWRITE_STEPS, SNAPSHOT_STEPS, TRANSITION_STEPS, run_steps
 from spanrl.transitions.rollouts import register_stage2, set_variables
@@ -149,9 +146,8 @@ def _sharded(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan
     if not shards:
         return False
     try:
-        publish_build(build_id, cfg.data, lambda tmp: write_shards(
-            con, cfg, rules, plan, tmp, build_id, state, shards, lake_files,
-            lambda seg: _segment_sources(Path(cfg.data), plan, seg), open_lake, builder_readable), state)
+        publish_build(build_id, cfg.data,
+                      lambda tmp: write_shards(con, cfg, rules, plan, tmp, build_id, state, shards, lake_files), state)
     except ShardConflict as exc:
         state["segments"], state["global"] = {}, {}
         plan.reason += f"; in one process: {exc}"
@@ -238,7 +234,7 @@ def _rows(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan: P
     that fails on some traces' data quarantines them and the build runs again without them (quarantine.py)."""
     def probe(c: duckdb.DuckDBPyConnection) -> None:  # what a build computes and writes, nothing written
         _compute(c, cfg, rules, Plan(full=True), lake_files)
-        for select in _segment_sources(Path(cfg.data), Plan(full=True), build_id).values():
+        for select in segment_sources(Path(cfg.data), None, build_id).values():
             c.execute(f"SELECT count(*) FROM ({select})").fetchall()
 
     try:
@@ -254,22 +250,6 @@ def _rows(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan: P
     return con
 
 
-def _segment_sources(data: Path, plan: Plan, segment_id: str) -> dict[str, str]:
-    span_files = None if plan.full else plan.read_files
-    return {
-        "llm_calls": "SELECT * FROM llm_calls",
-        "tool_calls": "SELECT * FROM tool_calls",
-        "rewards": "SELECT * FROM rewards WHERE source <> 'feedback'",
-        "rollouts": "SELECT * FROM rollouts",
-        "coverage": coverage_sql(),
-        "transitions": f"SELECT * REPLACE ({sql_literal(segment_id)} AS snapshot_id) FROM transitions "
-                       "ORDER BY rollout_id, step",
-        "digests": read_sql("snapshot/rollout_digests"),
-        "_traces": traces_table_sql(data, span_files, span_files),
-        "_responses": read_sql("segments/_responses"),
-    }
-
-
 def _write_segments(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build_id: str, plan: Plan,
                     state: dict[str, Any]) -> None:
     """Into the draft build folder ``tmp``: the recomputed traces as segment ``build_id``, each older
@@ -277,7 +257,7 @@ def _write_segments(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build
     ``state['segments']`` / ``state['global']`` to what the new build references."""
     before = set(state["segments"])
     rewritten = _rewrite_touched(con, data, tmp, build_id, state) if not plan.full else set()
-    n = write_segment(con, tmp / build_id, _segment_sources(data, plan, build_id))
+    n = write_segment(con, tmp / build_id, segment_sources(data, None if plan.full else plan.read_files, build_id))
     if n or one(con, "SELECT count(*) AS n FROM _trace_rollouts")["n"]:
         state["segments"][build_id] = f"{build_id}/{build_id}"
     merged = merge_segments(con, data, tmp, build_id, state)
@@ -355,27 +335,6 @@ def _snapshot(cfg: BuildConfig, state: dict[str, Any], config: dict[str, Any], p
             return BuildResult("written", draft.snapshot_id, path, n_rows, stats)
     finally:
         con.close()
-
-
-def open_lake(cfg: BuildConfig) -> duckdb.DuckDBPyConnection:
-    """Stage 1's views over the lake, with the memory limit and stage 1's spill folder, locked to
-    what the builder reads (``builder_readable``) before any config-driven SQL runs on it."""
-    con = open_for_builder(cfg.data, cfg.config_file)  # stage 2 creates llm_calls / tool_calls as tables
-    spill = lake_dir(cfg.data) / "_tmp"
-    spill.mkdir(parents=True, exist_ok=True)
-    con.execute(f"SET memory_limit = {sql_literal(cfg.memory_limit)}")
-    con.execute(f"SET temp_directory = {sql_literal(spill)}")
-    if cfg.threads:
-        con.execute(f"SET threads = {int(cfg.threads)}")
-    lock_down(con, builder_readable(cfg.data))
-    return con
-
-
-def builder_readable(data: Path) -> tuple[Path, ...]:
-    """The folders the snapshot builder's DuckDB may open: the lake (its ``read_parquet`` views and
-    spill folder), ``feedback/``, and ``transitions/_tables`` (the stage-2 segments it reads and
-    writes). AIR rules run under this lock: no host file, nothing else of the data root."""
-    return (lake_dir(data), feedback_dir(data), tables_dir(data))
 
 
 def changed_row_config(latest: dict[str, Any] | None, config: dict[str, Any]) -> list[str]:

@@ -27,7 +27,8 @@ import pyarrow as pa
 
 from spanrl.sqlfiles import one, rows, sql_literal
 from spanrl.transitions.config import BuildConfig
-from spanrl.transitions.pipeline import TRANSITION_STEPS, run_steps
+from spanrl.transitions.connect import builder_readable, open_lake, segment_sources
+from spanrl.transitions.pipeline import STAGE2_STEPS, TRANSITION_STEPS, run_steps
 from spanrl.transitions.sqlfiles import read_sql
 
 MAX_ROUNDS = 50  # label propagation rounds (each halves no distance guarantee, but real key graphs are shallow)
@@ -63,10 +64,10 @@ def plan_shards(con: duckdb.DuckDBPyConnection, shards: int) -> list[list[str]]:
 
 
 def build_shard(cfg: BuildConfig, rules: list, traces: list[str], folder: str, lake_now_ns: int | None,
-                lake_files: list[str], sources: dict[str, str], open_lake: Any, readable: Any) -> dict[str, Any]:
-    """A worker's stage 2 (a Ray task): the shard's traces computed as a build computes them, written as
-    one segment into ``folder``; returns its rollouts, traces and the conventions it read. ``open_lake``
-    and ``readable``: the builder's connection and lock (build.py's, handed over: no import cycle)."""
+                lake_files: list[str]) -> dict[str, Any]:
+    """A worker's stage 2 (a Ray task): the shard's traces computed as a build computes them, on the
+    builder's connection (``connect.open_lake``), written as one segment into ``folder``
+    (``connect.segment_sources``); returns its rollouts, traces and the conventions it read."""
     from spanrl.transitions.credit import builder_transitions_sql
     from spanrl.transitions.incremental import restrict_lake
     from spanrl.transitions.rollouts import register_stage2
@@ -76,12 +77,13 @@ def build_shard(cfg: BuildConfig, rules: list, traces: list[str], folder: str, l
     if os.environ.get("SPANRL_TEST_CRASH_AT") == "shard" and folder.endswith("-00"):  # tests: a worker dies
         os._exit(137)
     con = open_lake(cfg)
+    sources = segment_sources(data, None, Path(folder).name)
     try:
         con.register("_shard_traces", pa.table({"trace_id": pa.array(traces, pa.string())}))
         con.execute("CREATE OR REPLACE TEMP TABLE _touched AS SELECT trace_id FROM _shard_traces")
         restrict_lake(con, data, lake_files)
         con.execute("SET VARIABLE spanrl_lake_now_ns = (SELECT $v::BIGINT)", {"v": lake_now_ns})
-        setup = register_stage2(con, cfg, materialize=True, rules=rules, readable=readable(data))
+        setup = register_stage2(con, cfg, materialize=True, rules=rules, readable=builder_readable(data))
         run_steps(con, TRANSITION_STEPS, materialize=True,
                   generated={"transitions": lambda: (builder_transitions_sql(cfg), None)})
         n = write_segment(con, Path(folder), sources)
@@ -120,14 +122,13 @@ def write_global_feedback(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, fold
                 f"FROM read_parquet({files('_responses')})")
     for name, columns in PRIORS.items():
         con.execute(f"CREATE OR REPLACE TEMP TABLE {name} ({columns})")
-    con.execute("CREATE OR REPLACE TEMP TABLE _feedback_rewards AS " + read_sql("rewards/_feedback_rewards"))
+    run_steps(con, [s for s in STAGE2_STEPS if s.creates == "_feedback_rewards"], materialize=True)
     for name in ("feedback_rewards", "_feedback_detail"):
         con.execute(f"COPY ({read_sql('segments/' + name)}) TO {sql_literal(tmp / (name + '.parquet'))} (FORMAT parquet)")
 
 
 def write_shards(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan: Any, tmp: Path, build_id: str,
-                 state: dict[str, Any], shards: list[list[str]], lake_files: list[str], sources: Any,
-                 open_lake: Any, readable: Any) -> None:
+                 state: dict[str, Any], shards: list[list[str]], lake_files: list[str]) -> None:
     """Into the draft build folder ``tmp``: one segment per shard (Ray tasks) and the build's global
     feedback tables; ``state['segments']`` / ``state['global']`` and the plan's counts updated. Raises
     ShardConflict (nothing recorded) when a rollout or response id spans shards."""
@@ -136,7 +137,7 @@ def write_shards(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, 
 
     now_ns = one(con, "SELECT greatest(max(end_ns), max(epoch_ns(ingested_at))) AS n FROM spans")["n"]
     segs = [f"{build_id}-{k:02d}" for k in range(len(shards))]
-    calls = [(cfg, rules, traces, str(tmp / seg), now_ns, lake_files, sources(seg), open_lake, readable)
+    calls = [(cfg, rules, traces, str(tmp / seg), now_ns, lake_files)
              for seg, traces in zip(segs, shards, strict=True)]
     with worker_pool(cfg.workers) as run:
         results = run(build_shard, calls)

@@ -35,7 +35,6 @@ EXCEPTIONS = {
     "shards.py: _trace_rollouts": "sharded feedback: the shards' trace rollouts in the shape _feedback_rewards reads",
     "shards.py: _rollout_calls": "sharded feedback: the shards' response ids in the shape _feedback_rewards reads",
     "shards.py: {name}": "sharded feedback: the _prior_* inputs, empty",
-    "shards.py: _feedback_rewards": "sharded feedback: step 8's file over every shard's segments",
     "snapshot.py: _hash_digests": "content_hash's inputs over any relation or table function (a draft's files)",
     "snapshot.py: _hash_advantages": "content_hash's inputs over any relation or table function (a draft's files)",
     "snapshot.py: transition_rows": "a reader's view of a snapshot's parts (DIGEST_STEPS reads it)",
