@@ -318,6 +318,12 @@ def resolve(cls: type, flags: Mapping[str, Any], section: str | None,
     file = load_config_file(path)
     names = {f.name: f for f in fields(cls)}
     table = file.table(section, names) if section else {}
+    for name in table:  # a key the command line always overrides would be ignored in silence: refused
+        if names[name].metadata.get("required") or name in ("data", "config_file"):
+            where = "--data or $SPANRL_DATA" if name == "data" else "--config" if name == "config_file" \
+                else flag_of(names[name])
+            raise InputError(f"{file.where(section, name)}: {name} in [{section}] is not read from the file "
+                             f"(the command line's {where} sets it); remove it")
     values: dict[str, Any] = {}
     for name, f in names.items():
         var = f.metadata.get("env")

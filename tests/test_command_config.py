@@ -115,6 +115,16 @@ def test_an_unknown_key_is_refused_with_its_line(tmp_path: Path, monkeypatch: py
     assert f"{path}:4: unknown key 'concurency' in [{section}]" in result.output
 
 
+@pytest.mark.parametrize(("line", "says"), [("n = 4", "n in [rollout] is not read from the file (the command line's --n"),
+                                            ("data = '/elsewhere'", "data in [rollout] is not read from the file")])
+def test_a_key_the_command_line_always_sets_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str,
+                                                       says: str) -> None:
+    """A required flag (or --data/--config) always beats the file: its key would be ignored in silence."""
+    result = _run(tmp_path, monkeypatch, "rollout", f"[rollout]\nconcurrency = 2\n{line}\n", [])
+    assert getattr(result, "exit_code", None) == 2, result
+    assert f"{tmp_path / 'data' / 'spanrl.toml'}:3: {says}" in result.output
+
+
 def test_a_bad_duration_in_the_file_is_refused_with_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     result = _run(tmp_path, monkeypatch, "rollout", '[rollout]\ntimeout_s = "soon"\n', [])
     assert result.exit_code == 2
