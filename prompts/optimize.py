@@ -109,7 +109,7 @@ def optimize(cfg: OptimizeConfig) -> dict[str, Any]:
         root = cfg.gateway or stack.enter_context(started_gateway(cfg.data, cfg.upstream or "", work / "gateway.log"))
         if cfg.gateway:
             check_gateway(root, cfg.data, cfg.agent, current.version)
-        scorer = Scorer(base, cfg.agent, root, splits, cfg.budget_rollouts)
+        scorer = Scorer(base, cfg.agent, root, splits, cfg.budget_rollouts, cfg.upstream or cfg.gateway)
         report = _search(cfg, scorer, current, examples, optimizer, {t.input.strip() for t in tasks} |
                          {t.task_id for t in tasks}, reserve)
     (work / "report.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -4,12 +4,16 @@ rewards from the scorer, as ``spanrl eval`` runs a policy (its runs are ``eval-â
 rollouts are tagged ``spanrl.rollout.purpose = eval``: kept out of training snapshots).
 
 The budget counts agent attempts; a version scored again with more samples resumes its run (the run
-id does not depend on ``n``), so only the new samples run and count (successive halving).
+id does not depend on ``n``), so only the new samples run and count (successive halving). The run id
+names what the samples measure (agent, version and its text, split, command, and the model behind the
+gateway), not the gateway's URL: a gateway started on a free port for each ``optimize`` would
+otherwise make a re-run after a stop score everything again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import subprocess
 import sys
@@ -23,8 +27,9 @@ from urllib.parse import quote
 from spanrl.errors import InputError
 from spanrl.evaluate.run import EvalConfig, rollout_config, sample_rewards
 from spanrl.processes import stop_group
+from spanrl.prompts.store import read_version, text_sha256
 from spanrl.rollout.runner import run_rollouts
-from spanrl.rollout.runs import RunLog
+from spanrl.rollout.runs import RunLog, derive_run_id
 from spanrl.rollout.services import gateway_info
 
 GATEWAY_START_S = 120.0
@@ -86,10 +91,13 @@ def check_gateway(root: str, data: Path, agent: str, version: str) -> None:
 
 
 class Scorer:
-    """Runs versions on splits within a budget of agent attempts."""
+    """Runs versions on splits within a budget of agent attempts. ``policy`` names the model the
+    gateway forwards to (``--upstream``, else the ``--gateway`` given) for the run ids."""
 
-    def __init__(self, base: EvalConfig, agent: str, root: str, splits: dict[str, Path], budget: int) -> None:
+    def __init__(self, base: EvalConfig, agent: str, root: str, splits: dict[str, Path], budget: int,
+                 policy: str | None = None) -> None:
         self.base, self.agent, self.root, self.splits, self.budget = base, agent, root, splits, budget
+        self.policy = (policy or root).rstrip("/")
         self.used = 0
         self.scores: dict[tuple[str, str], Score] = {}
         self.tasks = {name: sum(1 for line in path.read_text().splitlines() if line.strip())
@@ -115,6 +123,7 @@ class Scorer:
                             "concurrency": concurrency or self.base.concurrency,
                             "policies": [pinned_url(self.root, self.agent, version)]})
         rc = rollout_config(cfg, cfg.policies[0])
+        rc.run_id = self.run_id(version, split)
         started = time.monotonic()
         summary = run_rollouts(rc)
         self.used += cost
@@ -126,6 +135,13 @@ class Scorer:
               f"{self.used}/{self.budget} of the budget)",
               flush=True)
         return score
+
+    def run_id(self, version: str, split: str) -> str:
+        """``eval-â€¦`` (held out of training) from the version's text, not the gateway's port."""
+        text = read_version(self.base.data, self.agent, version).text
+        key = json.dumps({"agent": self.agent, "version": version, "upstream": self.policy,
+                          "prompt_sha256": text_sha256(text)}, sort_keys=True)
+        return f"eval-{derive_run_id(self.splits[split], key, list(self.base.command))}"
 
     def score_all(self, versions: list[str], split: str, n: int) -> list[Score]:
         """Several versions at once (one run each, in threads sharing ``concurrency``): the slow part of

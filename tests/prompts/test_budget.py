@@ -8,6 +8,7 @@ from pathlib import Path
 from spanrl.evaluate.run import EvalConfig
 from spanrl.prompts.optimize import _halve, split_tasks
 from spanrl.prompts.scoring import Score, Scorer
+from spanrl.prompts.store import add_version
 from spanrl.rollout.tasks import Task
 
 QUALITY = {"0001": 0.1, "0002": 0.9, "0003": 0.5, "0004": 0.3, "0005": 0.7}
@@ -59,3 +60,19 @@ def test_split_is_seeded_and_keeps_both_sides() -> None:
     train, val = split_tasks(tasks, 0.5, seed=0)
     assert len(train) + len(val) == 5 and len(val) == 2 and not {t.task_id for t in train} & {t.task_id for t in val}
     assert split_tasks(tasks, 0.5, seed=0) == (train, val) and split_tasks(tasks, 0.5, seed=1) != (train, val)
+
+
+def test_a_scoring_run_id_names_the_version_and_model_not_the_gateways_port(tmp_path) -> None:
+    """optimize starts its gateway on a free port: a re-run after a stop must find its runs again."""
+    tasks = tmp_path / "train.jsonl"
+    tasks.write_text('{"input": "a"}\n')
+    base = EvalConfig(tasks=tasks, policies=["-"], command=["agent"], score="s", data=tmp_path)
+    a = add_version(tmp_path, "calc", "You are a calculator.", {"method": "original"}).version
+    b = add_version(tmp_path, "calc", "You are a careful calculator.", {"method": "apo"}).version
+
+    def run_id(root: str, version: str, policy: str = "http://model/v1") -> str:
+        return Scorer(base, "calc", root, {"train": tasks}, 10, policy).run_id(version, "train")
+
+    assert run_id("http://127.0.0.1:40001", a) == run_id("http://127.0.0.1:40999", a)  # another port: the same run
+    assert run_id("http://gw", a).startswith("eval-")  # held out of training snapshots
+    assert len({run_id("http://gw", a), run_id("http://gw", b), run_id("http://gw", a, "http://other/v1")}) == 3
