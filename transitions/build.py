@@ -51,7 +51,7 @@ from spanrl.transitions.incremental import (
     register_priors,
     restrict_lake,
 )
-from spanrl.transitions.pipeline import REWRITE_STEPS, SNAPSHOT_STEPS, TRANSITION_STEPS, run_steps
+from spanrl.transitions.pipeline import SNAPSHOT_STEPS, TRANSITION_STEPS, run_steps
 from spanrl.transitions.rollouts import register_stage2, set_variables
 from spanrl.transitions.snapshot import (
     clean_stale_drafts,
@@ -61,11 +61,9 @@ from spanrl.transitions.snapshot import (
     open_snapshot,
     transitions_dir,
 )
-from spanrl.transitions.sqlfiles import read_sql, render_sql
+from spanrl.transitions.sqlfiles import read_sql
 from spanrl.transitions.summary import BuildResult, collect_stats, print_summary  # noqa: F401  (re-exported)
 from spanrl.transitions.tables import (
-    BY_TRACE,
-    SEGMENT_TABLES,
     STATE_FORMAT,
     canonical,
     inventory,
@@ -74,6 +72,7 @@ from spanrl.transitions.tables import (
     publish_build,
     register_build_views,
     reuse_key,
+    rewrite_touched,
     tables_dir,
     write_segment,
 )
@@ -134,23 +133,29 @@ def _build(cfg: BuildConfig, given: duckdb.DuckDBPyConnection | None) -> BuildRe
 
 def _sharded(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan: Plan, build_id: str,
              state: dict[str, Any], lake_files: list[str]) -> bool:
-    """``--workers N`` on a full build: stage 2 per shard of connected traces as Ray tasks (shards.py);
-    False (the caller computes in one process) when the lake does not split or a shard conflict says so."""
-    if not plan.full or (cfg.workers or 1) < 2:
+    """``--workers N``: stage 2 per shard of connected traces as Ray tasks (shards.py), the whole lake on a
+    full build, the traces the plan touched on an incremental night; False (the caller computes in one
+    process) when they do not split or the shards say so (the plan's reason then says why)."""
+    if (cfg.workers or 1) < 2:
         return False
-    from spanrl.transitions.shards import ShardConflict, plan_shards, write_shards
+    from spanrl.transitions.shards import ShardConflict, plan_shards, write_night_shards, write_shards
 
     con.execute(read_sql("rollouts/macros"))
     set_variables(con, cfg)
-    shards = plan_shards(con, int(cfg.workers or 1))
+    if not plan.full:  # the driver's lake: the touched traces (what _compute's first round reads)
+        plan.read_files = files_of_touched(con, plan.new_files, set(lake_files))
+        restrict_lake(con, Path(cfg.data), plan.read_files, plan.new_files)
+    shards = plan_shards(con, int(cfg.workers or 1), stored=not plan.full)
     if not shards:
         return False
+    write = write_shards if plan.full else write_night_shards
+    before = {k: dict(state[k]) for k in ("segments", "global")}
     try:
         publish_build(build_id, cfg.data,
-                      lambda tmp: write_shards(con, cfg, rules, plan, tmp, build_id, state, shards, lake_files), state)
+                      lambda tmp: write(con, cfg, rules, plan, tmp, build_id, state, shards, lake_files), state)
     except ShardConflict as exc:
-        state["segments"], state["global"] = {}, {}
-        plan.reason += f"; in one process: {exc}"
+        state.update(before)
+        plan.reason = "; ".join(filter(None, [plan.reason, f"in one process: {exc}"]))
         return False
     return True
 
@@ -256,7 +261,7 @@ def _write_segments(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build
     segment that held one of them minus those rows; the whole-lake feedback tables. Updates
     ``state['segments']`` / ``state['global']`` to what the new build references."""
     before = set(state["segments"])
-    rewritten = _rewrite_touched(con, data, tmp, build_id, state) if not plan.full else set()
+    rewritten = rewrite_touched(con, data, tmp, build_id, state) if not plan.full else set()
     n = write_segment(con, tmp / build_id, segment_sources(data, None if plan.full else plan.read_files, build_id))
     if n or one(con, "SELECT count(*) AS n FROM _trace_rollouts")["n"]:
         state["segments"][build_id] = f"{build_id}/{build_id}"
@@ -270,34 +275,6 @@ def _write_segments(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build
     state["quarantine"] = len(plan.quarantine)  # the next build is a full one while this is not 0
     plan.segments = {"written": 1, "rewritten": len(rewritten), "reused": len(before - rewritten), "merged": merged}
     crash_point("part")
-
-
-def _rewrite_touched(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build_id: str,
-                     state: dict[str, Any]) -> set[str]:
-    """Older segments holding a recomputed trace or rollout, written again without those rows."""
-    run_steps(con, REWRITE_STEPS, materialize=True)
-    root = tables_dir(data)
-    rewritten = set()
-    for seg, folder in sorted(state["segments"].items()):
-        traces = root / folder / "_traces.parquet"
-        rollouts = root / folder / "rollouts.parquet"
-        if not one(con, render_sql("segments/segment_hits", traces=traces, rollouts=rollouts))["hits"]:
-            continue
-        out = tmp / seg
-        sources = {}
-        for table in SEGMENT_TABLES:
-            src = root / folder / f"{table}.parquet"
-            if src.is_file():
-                keyed = ("trace_id", "_touched") if table in BY_TRACE else ("rollout_id", "_touched_rollouts")
-                sources[table] = (f"SELECT * FROM read_parquet({sql_literal(str(src))}) "
-                                  f"ANTI JOIN {keyed[1]} USING ({keyed[0]})")
-        left = write_segment(con, out, sources)
-        if left or parquet_rows(con, out / "_traces.parquet"):
-            state["segments"][seg] = f"{build_id}/{seg}"
-        else:
-            del state["segments"][seg]
-        rewritten.add(seg)
-    return rewritten
 
 
 def _snapshot(cfg: BuildConfig, state: dict[str, Any], config: dict[str, Any], plan: Plan) -> BuildResult:

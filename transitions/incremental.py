@@ -125,10 +125,11 @@ def joined_older(con: duckdb.DuckDBPyConnection) -> int:
     return _count_touched(con) - before
 
 
-def files_of_touched(con: duckdb.DuckDBPyConnection, new_files: list[str], existing: set[str]) -> list[str]:
-    """The lake files an incremental run reads: the new ones plus those the touched traces lived in."""
-    old = rows(con, "SELECT DISTINCT unnest(lake_files) AS file FROM _p_traces "
-                    "SEMI JOIN _touched USING (trace_id)")
+def files_of_touched(con: duckdb.DuckDBPyConnection, new_files: list[str], existing: set[str],
+                     among: str = "_touched") -> list[str]:
+    """The lake files an incremental run reads: the new ones plus those the touched traces lived in
+    (``among``: the relation of those traces; a sharded night's worker names its shard's)."""
+    old = rows(con, f"SELECT DISTINCT unnest(lake_files) AS file FROM _p_traces SEMI JOIN {among} USING (trace_id)")
     return sorted((set(new_files) | {r["file"] for r in old}) & existing)
 
 

@@ -143,7 +143,8 @@ PRIOR_STEPS: list[Step] = [
 ROUND_STEPS: list[Step] = [
     Step("_twin_traces", ("llm_calls", "_span_tree", "_p_traces"), "incremental/twins", "table"),
 ]
-# An incremental build's publish (build._rewrite_touched): the rollouts its rows replace in older segments.
+# An incremental build's publish (tables.rewrite_touched, for one process or its shards): the rollouts its
+# rows replace in older segments.
 REWRITE_STEPS: list[Step] = [
     Step("_touched_rollouts", ("rollouts", "_p_rollouts", "_touched"), "segments/_touched_rollouts", "table"),
 ]

@@ -1,16 +1,25 @@
-"""Stage 2 over shards of connected traces, as Ray tasks (``--workers N`` on a full build, docs/scale.md).
+"""Stage 2 over shards of connected traces, as Ray tasks (``--workers N``, docs/scale.md).
 
 A shard must hold every trace its rows depend on, or a rollout, an LLM call or a feedback row would be
-split and the hash would differ from one process. So the driver first labels the lake's traces with
-their connected component over the keys that tie traces together in stage 2 (``sql/shards/
-_trace_keys.sql``: rollout keys, response ids, the process of a multi-instrumentation service), then
+split and the hash would differ from one process. So the driver first labels the traces it recomputes
+with their connected component over the keys that tie traces together in stage 2 (``sql/shards/
+_trace_keys.sql``: rollout keys, response ids, the process of a multi-instrumentation service; on an
+incremental night also the stored rollout of each touched trace, ``stored_rollout_keys.sql``), then
 packs whole components into N shards of about equal spans. Each task runs the very steps a build runs
-(``register_stage2`` + ``TRANSITION_STEPS``) on its shard's spans, with the whole lake's clock, and
+(``register_stage2`` + ``TRANSITION_STEPS``) on its shard's spans, with the driver's lake clock, and
 writes one segment into the build's draft folder. The driver then checks that no rollout and no
 response id landed in two shards (``shard_conflicts.sql``; if one did, the caller redoes the build in
-one process), resolves the feedback files against every shard (the build's global feedback tables),
+one process), resolves the feedback files against every segment (the build's global feedback tables),
 and the snapshot is made from the segments as after any build: population statistics and the content
 hash over all of them, identical to a one-process build (tests/transitions/test_shards.py).
+
+A full build shards every trace of the lake (``write_shards``). An incremental night shards the traces
+its plan touched (``write_night_shards``): each worker computes them as the one-process night does,
+with the priors of every trace no shard recomputes (``_touched`` is the whole night's set; ``spans``
+and ``logs`` hold the shard's traces only, ``sql/shards/spans_shard.sql``); a closure round that would
+add traces, or a shard's data error (quarantine), sends the night back to one process. The driver
+rewrites the older segments that held a recomputed trace or rollout and merges segments as a
+one-process night does.
 
 Workers read the lake and write the draft at the driver's paths: a local Ray cluster, or nodes that
 share the data root's file system.
@@ -28,8 +37,8 @@ import pyarrow as pa
 from spanrl.sqlfiles import one, rows, sql_literal
 from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.connect import builder_readable, open_lake, segment_sources
-from spanrl.transitions.pipeline import STAGE2_STEPS, TRANSITION_STEPS, run_steps
-from spanrl.transitions.sqlfiles import read_sql
+from spanrl.transitions.pipeline import PUBLISH_STEPS, STAGE2_STEPS, TRANSITION_STEPS, run_steps
+from spanrl.transitions.sqlfiles import read_sql, render_sql
 
 MAX_ROUNDS = 50  # label propagation rounds (each halves no distance guarantee, but real key graphs are shallow)
 
@@ -38,12 +47,15 @@ class ShardConflict(Exception):
     """Rows of one rollout or one LLM call ended in two shards: the build must run in one process."""
 
 
-def plan_shards(con: duckdb.DuckDBPyConnection, shards: int) -> list[list[str]]:
-    """The lake's trace ids in at most ``shards`` lists, no connected component split; fewer than two
-    lists when the lake cannot be split (one component, or one shard asked)."""
+def plan_shards(con: duckdb.DuckDBPyConnection, shards: int, stored: bool = False) -> list[list[str]]:
+    """The trace ids of ``spans`` (the lake, or an incremental night's touched traces) in at most
+    ``shards`` lists, no connected component split; fewer than two lists when they cannot be split
+    (one component, or one shard asked). ``stored``: tie the traces of each stored rollout too."""
     from spanrl.workers import split_evenly
 
     con.execute("CREATE OR REPLACE TEMP TABLE _trace_keys AS " + read_sql("shards/_trace_keys"))
+    if stored:
+        con.execute("INSERT INTO _trace_keys " + read_sql("shards/stored_rollout_keys"))
     con.execute("CREATE OR REPLACE TEMP TABLE _components AS "
                 "SELECT trace_id, trace_id AS comp, count(*) AS n_spans FROM spans GROUP BY trace_id")
     for _ in range(MAX_ROUNDS):
@@ -64,12 +76,26 @@ def plan_shards(con: duckdb.DuckDBPyConnection, shards: int) -> list[list[str]]:
 
 
 def build_shard(cfg: BuildConfig, rules: list, traces: list[str], folder: str, lake_now_ns: int | None,
-                lake_files: list[str]) -> dict[str, Any]:
+                lake_files: list[str], night: dict[str, Any] | None = None) -> dict[str, Any]:
     """A worker's stage 2 (a Ray task): the shard's traces computed as a build computes them, on the
     builder's connection (``connect.open_lake``), written as one segment into ``folder``
-    (``connect.segment_sources``); returns its rollouts, traces and the conventions it read."""
+    (``connect.segment_sources``); returns its rollouts, traces and the conventions it read.
+
+    ``night`` (an incremental night): ``touched`` (every trace the night recomputes, in any shard),
+    ``prior`` (the last build's segments and global files) and ``new_files``. The shard is computed as
+    the one-process night computes it: ``_touched`` is the whole night's set (the ``_prior_*`` rows are
+    those of traces no shard recomputes), the lake the shard's traces in the files they live in. Returns
+    ``fallback`` (a reason) instead of a segment when the night must run in one process: a closure round
+    added traces, or a statement failed on the shard's data (one process quarantines)."""
+    from spanrl.transitions import quarantine
     from spanrl.transitions.credit import builder_transitions_sql
-    from spanrl.transitions.incremental import restrict_lake
+    from spanrl.transitions.incremental import (
+        files_of_touched,
+        fill_priors,
+        joined_older,
+        register_priors,
+        restrict_lake,
+    )
     from spanrl.transitions.rollouts import register_stage2
     from spanrl.transitions.tables import write_segment
 
@@ -77,16 +103,38 @@ def build_shard(cfg: BuildConfig, rules: list, traces: list[str], folder: str, l
     if os.environ.get("SPANRL_TEST_CRASH_AT") == "shard" and folder.endswith("-00"):  # tests: a worker dies
         os._exit(137)
     con = open_lake(cfg)
-    sources = segment_sources(data, None, Path(folder).name)
     try:
         con.register("_shard_traces", pa.table({"trace_id": pa.array(traces, pa.string())}))
-        con.execute("CREATE OR REPLACE TEMP TABLE _touched AS SELECT trace_id FROM _shard_traces")
-        restrict_lake(con, data, lake_files)
+        if night:
+            register_priors(con, data, night["prior"])
+            con.register("_night_traces", pa.table({"trace_id": pa.array(night["touched"], pa.string())}))
+        con.execute("CREATE OR REPLACE TEMP TABLE _touched AS SELECT trace_id FROM "
+                    + ("_night_traces" if night else "_shard_traces"))
+        read = None
+        if night:
+            fill_priors(con)
+            read = files_of_touched(con, night["new_files"], set(lake_files), among="_shard_traces")
+            root = str(data.resolve())
+            for table in ("spans", "logs"):  # sql/shards/spans_shard.sql, logs_shard.sql
+                chosen = [f"{root}/{f}" for f in read if f.startswith(f"lake/{table}/")]
+                con.execute(render_sql(f"shards/{table}_shard", files=chosen) if chosen
+                            else read_sql(f"incremental/{table}_touched_empty"))
+        else:
+            restrict_lake(con, data, lake_files)
         con.execute("SET VARIABLE spanrl_lake_now_ns = (SELECT $v::BIGINT)", {"v": lake_now_ns})
-        setup = register_stage2(con, cfg, materialize=True, rules=rules, readable=builder_readable(data))
-        run_steps(con, TRANSITION_STEPS, materialize=True,
-                  generated={"transitions": lambda: (builder_transitions_sql(cfg), None)})
-        n = write_segment(con, Path(folder), sources)
+        try:
+            setup = register_stage2(con, cfg, materialize=True, rules=rules, readable=builder_readable(data))
+            if night:
+                quarantine.injected_failure(con)
+                if added := joined_older(con):
+                    return {"fallback": f"a closure round added {added} trace(s) to a shard"}
+            run_steps(con, TRANSITION_STEPS, materialize=True,
+                      generated={"transitions": lambda: (builder_transitions_sql(cfg), None)})
+            n = write_segment(con, Path(folder), segment_sources(data, read, Path(folder).name))
+        except Exception as exc:
+            if not quarantine.is_data_error(exc):
+                raise
+            return {"fallback": "stage 2 failed on a shard's data (quarantined in one process)"}
         traces_n = one(con, "SELECT count(*) AS n FROM _trace_rollouts")["n"]
         return {"rollouts": n, "traces": traces_n, "conventions": setup.conventions or []}
     finally:
@@ -103,8 +151,9 @@ def check_shards(con: duckdb.DuckDBPyConnection, folders: list[Path]) -> None:
 
 
 def write_global_feedback(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, folders: list[Path], tmp: Path) -> None:
-    """The build's feedback tables over every shard: each feedback row resolved against all shards'
-    rollouts, trace rollouts and response ids, as one process resolves it over the whole lake."""
+    """The build's feedback tables over the segments in ``folders`` (a full build's shards; every segment
+    of an incremental night's new state): each feedback row resolved against all their rollouts, trace
+    rollouts and response ids, as one process resolves it over the whole lake."""
     from spanrl.transitions.feedback import load_feedback
     from spanrl.transitions.rollouts import PRIORS, set_variables
 
@@ -112,8 +161,8 @@ def write_global_feedback(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, fold
     set_variables(con, cfg)
     load_feedback(con, cfg.data)
 
-    def files(name: str) -> str:
-        return sql_literal([str(f / f"{name}.parquet") for f in folders])
+    def files(name: str) -> str:  # (a segment of another tool may lack the bookkeeping files)
+        return sql_literal([str(f / f"{name}.parquet") for f in folders if (f / f"{name}.parquet").is_file()])
 
     con.execute(f"CREATE OR REPLACE TEMP VIEW _span_tree AS SELECT DISTINCT rollout_id FROM read_parquet({files('rollouts')})")
     con.execute(f"CREATE OR REPLACE TEMP VIEW _trace_rollouts AS SELECT trace_id, rollout_id "
@@ -127,29 +176,84 @@ def write_global_feedback(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, fold
         con.execute(f"COPY ({read_sql('segments/' + name)}) TO {sql_literal(tmp / (name + '.parquet'))} (FORMAT parquet)")
 
 
-def write_shards(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan: Any, tmp: Path, build_id: str,
-                 state: dict[str, Any], shards: list[list[str]], lake_files: list[str]) -> None:
-    """Into the draft build folder ``tmp``: one segment per shard (Ray tasks) and the build's global
-    feedback tables; ``state['segments']`` / ``state['global']`` and the plan's counts updated. Raises
-    ShardConflict (nothing recorded) when a rollout or response id spans shards."""
-    from spanrl.ingest.lake import LLM_CONVENTIONS
+def _run_shards(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, tmp: Path, build_id: str,
+                shards: list[list[str]], lake_files: list[str], now_ns: int | None,
+                night: dict[str, Any] | None) -> tuple[list[str], list[dict[str, Any]]]:
+    """Each shard as a Ray task writing segment ``<build_id>-NN`` into ``tmp``: the segment ids and the
+    tasks' results. ShardConflict when a task says the build must run in one process, or when a rollout
+    or response id spans shards."""
     from spanrl.workers import worker_pool
 
-    now_ns = one(con, "SELECT greatest(max(end_ns), max(epoch_ns(ingested_at))) AS n FROM spans")["n"]
     segs = [f"{build_id}-{k:02d}" for k in range(len(shards))]
-    calls = [(cfg, rules, traces, str(tmp / seg), now_ns, lake_files)
+    calls = [(cfg, rules, traces, str(tmp / seg), now_ns, lake_files, night)
              for seg, traces in zip(segs, shards, strict=True)]
     with worker_pool(cfg.workers) as run:
         results = run(build_shard, calls)
-    folders = [tmp / seg for seg in segs]
-    check_shards(con, folders)
+    if reasons := sorted({r["fallback"] for r in results if r.get("fallback")}):
+        raise ShardConflict("; ".join(reasons))
+    check_shards(con, [tmp / seg for seg in segs])
+    return segs, results
+
+
+def _record(state: dict[str, Any], plan: Any, build_id: str, segs: list[str], results: list[dict[str, Any]]) -> None:
+    """The shards' segments that hold rows into ``state['segments']``; the conventions they read into the plan."""
+    from spanrl.ingest.lake import LLM_CONVENTIONS
+
     for seg, r in zip(segs, results, strict=True):
         if r["rollouts"] or r["traces"]:
             state["segments"][seg] = f"{build_id}/{seg}"
-    write_global_feedback(con, cfg, folders, tmp)
-    state["global"] = {"feedback_rewards": f"{build_id}/feedback_rewards.parquet",
-                       "_feedback_detail": f"{build_id}/_feedback_detail.parquet"}
     used = {c for r in results for c in r["conventions"]}
     plan.conventions = [c for c in LLM_CONVENTIONS if c in used] + sorted(used - set(LLM_CONVENTIONS))
+
+
+def write_shards(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan: Any, tmp: Path, build_id: str,
+                 state: dict[str, Any], shards: list[list[str]], lake_files: list[str]) -> None:
+    """A full build into the draft build folder ``tmp``: one segment per shard (Ray tasks) and the
+    build's global feedback tables; ``state['segments']`` / ``state['global']`` and the plan's counts
+    updated. Raises ShardConflict (nothing recorded) when the build must run in one process."""
+    now_ns = one(con, "SELECT greatest(max(end_ns), max(epoch_ns(ingested_at))) AS n FROM spans")["n"]
+    segs, results = _run_shards(con, cfg, rules, tmp, build_id, shards, lake_files, now_ns, None)
+    _record(state, plan, build_id, segs, results)
+    write_global_feedback(con, cfg, [tmp / seg for seg in segs], tmp)
+    state["global"] = {"feedback_rewards": f"{build_id}/feedback_rewards.parquet",
+                       "_feedback_detail": f"{build_id}/_feedback_detail.parquet"}
     plan.traces = sum(r["traces"] for r in results)
     plan.segments = {"written": len(segs), "rewritten": 0, "reused": 0, "merged": 0, "shards": len(segs)}
+
+
+def write_night_shards(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan: Any, tmp: Path,
+                       build_id: str, state: dict[str, Any], shards: list[list[str]], lake_files: list[str]) -> None:
+    """An incremental night into the draft build folder ``tmp``, as ``build._write_segments`` writes a
+    one-process night: one segment per shard (Ray tasks, each with the night's whole ``_touched`` and the
+    driver's lake clock), each older segment that held a recomputed trace or rollout rewritten without
+    those rows, segments merged, the feedback tables over every segment of the new state and an empty
+    quarantine. ``con``: the driver's, with the night's plan (``_touched``, ``_p_*``). Raises
+    ShardConflict (nothing recorded) when the night must run in one process."""
+    from spanrl.transitions import quarantine
+    from spanrl.transitions.tables import merge_segments, rewrite_touched, tables_dir
+
+    data = Path(cfg.data)
+    touched = [r["trace_id"] for r in rows(con, "SELECT trace_id FROM _touched ORDER BY trace_id")]
+    night = {"touched": touched, "new_files": plan.new_files,
+             "prior": {"segments": dict(state["segments"]), "global": dict(state["global"])}}
+    now_ns = one(con, "SELECT getvariable('spanrl_lake_now_ns') AS n")["n"]
+    segs, results = _run_shards(con, cfg, rules, tmp, build_id, shards, lake_files, now_ns, night)
+    before = set(state["segments"])
+    # the rollouts the shards made, under the name _touched_rollouts.sql reads (rewrite_touched's REWRITE_STEPS)
+    run_steps(con, [s for s in PUBLISH_STEPS if s.creates == "rollouts"], materialize=False,
+              files={"rollouts": [str(tmp / seg / "rollouts.parquet") for seg in segs]})
+    rewritten = rewrite_touched(con, data, tmp, build_id, state)
+    _record(state, plan, build_id, segs, results)
+    merged = merge_segments(con, data, tmp, build_id, state)
+    root = tables_dir(data)
+    folders = [tmp / rest if head == build_id else root / head / rest
+               for head, _, rest in (f.partition("/") for f in state["segments"].values())]
+    write_global_feedback(con, cfg, folders, tmp)
+    quarantine.write_table(con, tmp / "quarantine.parquet", [], build_id)
+    state["global"] = {"feedback_rewards": f"{build_id}/feedback_rewards.parquet",
+                       "_feedback_detail": f"{build_id}/_feedback_detail.parquet",
+                       "quarantine": f"{build_id}/quarantine.parquet"}
+    state["quarantine"] = 0
+    plan.traces = len(touched)
+    plan.segments = {"written": len(segs), "rewritten": len(rewritten), "reused": len(before - rewritten),
+                     "merged": merged, "shards": len(segs)}

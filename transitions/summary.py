@@ -102,11 +102,14 @@ def _stage2_line(s: dict[str, Any]) -> str:
     kept = f"{segs.get('written', 0)} segment(s) written, {segs.get('rewritten', 0)} rewritten, {segs.get('reused', 0)} reused"
     if segs.get("merged"):
         kept += f", {segs['merged']} merged into one"
+    if segs.get("shards"):
+        kept += f" ({segs['shards']} shards on workers)"
     took = f" in {st['seconds']['rows']:.1f} s" if (st.get("seconds") or {}).get("rows") is not None else ""
     if st.get("mode") == "full":
         return f"full rebuild ({st.get('reason')}): {st.get('traces_recomputed', 0)} traces{took}; {kept}"
     why = ", ".join(f"{k} {v}" for k, v in (st.get("why") or {}).items()) or "nothing new"
-    return f"incremental: {st.get('traces_recomputed', 0)} traces recomputed ({why}){took}; {kept}"
+    note = f" ({st['reason']})" if st.get("reason") else ""  # --workers N that fell back to one process
+    return f"incremental{note}: {st.get('traces_recomputed', 0)} traces recomputed ({why}){took}; {kept}"
 
 
 def print_summary(result: BuildResult) -> None:

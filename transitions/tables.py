@@ -291,3 +291,35 @@ def over_files(con: duckdb.DuckDBPyConnection, name: str, files: list[str]) -> N
     ``<name>_empty.sql`` (the same relation without the files: its columns, or what it has besides)
     when there are none: read_parquet refuses an empty list."""
     con.execute(render_sql(name, files=files) if files else read_sql(f"{name}_empty"))
+
+
+def rewrite_touched(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build_id: str,
+                     state: dict[str, Any]) -> set[str]:
+    """Older segments holding a recomputed trace or rollout (``_touched``, and ``_touched_rollouts`` made
+    here from ``rollouts``: a night's, one process's or its shards'), written again into ``tmp`` without
+    those rows; ``state['segments']`` updated, the segments rewritten returned."""
+    from spanrl.transitions.pipeline import REWRITE_STEPS, run_steps
+
+    run_steps(con, REWRITE_STEPS, materialize=True)
+    root = tables_dir(data)
+    rewritten = set()
+    for seg, folder in sorted(state["segments"].items()):
+        traces = root / folder / "_traces.parquet"
+        rollouts = root / folder / "rollouts.parquet"
+        if not one(con, render_sql("segments/segment_hits", traces=traces, rollouts=rollouts))["hits"]:
+            continue
+        out = tmp / seg
+        sources = {}
+        for table in SEGMENT_TABLES:
+            src = root / folder / f"{table}.parquet"
+            if src.is_file():
+                keyed = ("trace_id", "_touched") if table in BY_TRACE else ("rollout_id", "_touched_rollouts")
+                sources[table] = (f"SELECT * FROM read_parquet({sql_literal(str(src))}) "
+                                  f"ANTI JOIN {keyed[1]} USING ({keyed[0]})")
+        left = write_segment(con, out, sources)
+        if left or parquet_rows(con, out / "_traces.parquet"):
+            state["segments"][seg] = f"{build_id}/{seg}"
+        else:
+            del state["segments"][seg]
+        rewritten.add(seg)
+    return rewritten
