@@ -57,6 +57,10 @@ MIRROR_STATE = "mirror.json"  # next to the mirror's root folder, never inside i
 # written or deleted (spanrl.publish's prefixes), stage 1's work folders. A local root ignores them too.
 TRANSIENT_DIRS = ("_tmp", "_staging")
 
+# The writer mirrors this process has open: resolved mirror root -> (root URL, mirror base). Stage 2's
+# shard tasks on an S3 root fetch from the store and upload to it (spanrl/remote_tasks.py), not this folder.
+WRITING: dict[str, tuple[str, Path]] = {}
+
 
 def cache_root() -> Path:
     return Path(os.environ.get("SPANRL_CACHE") or Path.home() / ".cache" / "spanrl")
@@ -243,7 +247,11 @@ def remote_root(url: str, write: bool, command: str, may_start: bool = True) -> 
             if state.etag is None and not may_start:
                 raise missing_root(url)
             root, fetched = pull(store, base, state)
-            yield root
+            WRITING[str(root.resolve())] = (url, base)
+            try:
+                yield root
+            finally:
+                WRITING.pop(str(root.resolve()), None)
             version = push(store, base, state, lease, command, fetched)
             if version is not None:
                 click.echo(f"published {url} (version {version})", err=True)

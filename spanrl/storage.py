@@ -76,7 +76,7 @@ def split_url(url: str) -> tuple[str, str]:
     return bucket, prefix.strip("/")
 
 
-def _client() -> Any:
+def _client(endpoint: str | None = None) -> Any:
     try:
         import boto3
         from botocore.config import Config
@@ -87,17 +87,17 @@ def _client() -> Any:
         raise InputError(f"a data root on S3 needs credentials: set {' and '.join(missing)} (or AWS_PROFILE), "
                          "plus AWS_REGION, and AWS_ENDPOINT_URL for a store other than AWS S3")
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    return boto3.client("s3", region_name=region, endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None,
+    return boto3.client("s3", region_name=region, endpoint_url=endpoint or os.environ.get("AWS_ENDPOINT_URL") or None,
                         config=Config(retries={"max_attempts": 5, "mode": "standard"}))
 
 
 class ObjectStore:
     """The objects under ``s3://bucket/prefix``; every key below is relative to the prefix."""
 
-    def __init__(self, url: str, client: Any = None) -> None:
+    def __init__(self, url: str, client: Any = None, endpoint: str | None = None) -> None:
         self.url = remote_url(url)
         self.bucket, self.prefix = split_url(self.url)
-        self.client = client or _client()
+        self.client = client or _client(endpoint)  # endpoint: the driver's, in a worker (spanrl/remote_tasks.py)
         self.fetched = 0  # body bytes this store's GETs read (``spanrl sql`` prints it: spanrl/inplace.py)
         self._check_bucket()
 

@@ -21,8 +21,11 @@ add traces, or a shard's data error (quarantine), sends the night back to one pr
 rewrites the older segments that held a recomputed trace or rollout and merges segments as a
 one-process night does.
 
-Workers read the lake and write the draft at the driver's paths: a local Ray cluster, or nodes that
-share the data root's file system.
+On a local root, workers read the lake and write the draft at the driver's paths: a local Ray cluster,
+or nodes that share the data root's file system. On an S3 root they share nothing but the store
+(``remote_shard``, spanrl/remote_tasks.py): the driver names the files each shard reads by their
+objects, the task fetches them into a temp folder of its own and uploads its segment, and the driver
+fetches the segment into its draft by key.
 """
 
 from __future__ import annotations
@@ -182,17 +185,92 @@ def _run_shards(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, t
     """Each shard as a Ray task writing segment ``<build_id>-NN`` into ``tmp``: the segment ids and the
     tasks' results. ShardConflict when a task says the build must run in one process, or when a rollout
     or response id spans shards."""
+    from spanrl.remote_tasks import take, writer_store
     from spanrl.workers import worker_pool
 
     segs = [f"{build_id}-{k:02d}" for k in range(len(shards))]
-    calls = [(cfg, rules, traces, str(tmp / seg), now_ns, lake_files, night)
-             for seg, traces in zip(segs, shards, strict=True)]
+    store = writer_store(cfg.data) if (cfg.workers or 1) > 1 else None
+    if store is None:  # a shared disk: the tasks read the lake and write the draft at the driver's paths
+        calls = [(cfg, rules, traces, str(tmp / seg), now_ns, lake_files, night)
+                 for seg, traces in zip(segs, shards, strict=True)]
+        fn: Any = build_shard
+    else:
+        fn, calls = remote_shard, _remote_calls(con, cfg, rules, store, segs, shards, lake_files, now_ns, night)
     with worker_pool(cfg.workers) as run:
-        results = run(build_shard, calls)
+        results = run(fn, calls)
     if reasons := sorted({r["fallback"] for r in results if r.get("fallback")}):
         raise ShardConflict("; ".join(reasons))
+    for seg, r in zip(segs, results, strict=True):
+        if store is not None:
+            take(cfg.data, r.pop("objects"), tmp / seg)
     check_shards(con, [tmp / seg for seg in segs])
     return segs, results
+
+
+def _remote_calls(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, store: dict[str, str],
+                  segs: list[str], shards: list[list[str]], lake_files: list[str], now_ns: int | None,
+                  night: dict[str, Any] | None) -> list[tuple[Any, ...]]:
+    """Each shard's ``remote_shard`` call on an S3 root: the files it reads, as objects (``share``): the
+    span files that hold its traces (a night: the files ``files_of_touched`` picks for them) and every
+    log file, the feedback files, a night's stored bookkeeping (``_p_*``); the config file's bytes."""
+    from spanrl.config import find_config_file
+    from spanrl.remote_tasks import share
+    from spanrl.transitions.feedback import feedback_files
+    from spanrl.transitions.incremental import files_of_touched
+    from spanrl.transitions.tables import global_file, segment_files
+
+    data = Path(cfg.data)
+    root = str(data.resolve())
+    common = [p.resolve().relative_to(root).as_posix() for p in feedback_files(data)]
+    if night:
+        prior = night["prior"]
+        common += [p.resolve().relative_to(root).as_posix() for t in ("_traces", "rollouts", "_responses")
+                   for p in segment_files(data, prior, t)]
+        if fb := global_file(data, prior, "_feedback_detail"):
+            common.append(fb.resolve().relative_to(root).as_posix())
+    logs = [f for f in lake_files if f.startswith("lake/logs/")]
+    spans = [f"{root}/{f}" for f in lake_files if f.startswith("lake/spans/")]
+    reads = []
+    for traces in shards:
+        con.register("_shard_traces", pa.table({"trace_id": pa.array(traces, pa.string())}))
+        if night:
+            reads.append(files_of_touched(con, night["new_files"], set(lake_files), among="_shard_traces"))
+        else:
+            held = rows(con, read_sql("shards/shard_span_files"), {"files": spans, "traces": traces}) if spans else []
+            reads.append(sorted({r["filename"][len(root) + 1:] for r in held} | set(logs)))
+        con.unregister("_shard_traces")
+    objects = share(data, set(common).union(*reads))
+    config = find_config_file(data, cfg.config_file)
+    text = config.read_bytes() if config is not None else b""
+    return [(store, cfg, rules, traces, seg, now_ns, read, night,
+             {rel: objects[rel] for rel in [*common, *read]}, text, os.getpid())
+            for seg, traces, read in zip(segs, shards, reads, strict=True)]
+
+
+def remote_shard(store: dict[str, str], cfg: BuildConfig, rules: list, traces: list[str], seg: str,
+                 lake_now_ns: int | None, lake_files: list[str], night: dict[str, Any] | None,
+                 files: dict[str, list[Any]], config: bytes, driver_pid: int) -> dict[str, Any]:
+    """A shard's task on an S3 root (a Ray task): ``files`` fetched from the store into a temp root of
+    its own, ``build_shard`` there, its segment uploaded; returns ``build_shard``'s result with the
+    segment's ``objects`` ({file name: [sha256, size]})."""
+    from dataclasses import replace
+
+    from spanrl.remote_tasks import drop, fetch_files, forbid_root_for_tests, task_folder, upload_folder
+    from spanrl.transitions.tables import tables_dir
+
+    forbid_root_for_tests(driver_pid)
+    work = task_folder()
+    try:
+        fetch_files(store, files, work / "root")
+        (work / "spanrl.toml").write_bytes(config)  # the driver's config file (empty: none)
+        mine = replace(cfg, data=work / "root", config_file=work / "spanrl.toml")
+        folder = tables_dir(mine.data) / seg  # where the builder's locked connection may write
+        result = build_shard(mine, rules, traces, str(folder), lake_now_ns, lake_files, night)
+        if not result.get("fallback"):
+            result["objects"] = upload_folder(store, folder)
+        return result
+    finally:
+        drop(work)
 
 
 def _record(state: dict[str, Any], plan: Any, build_id: str, segs: list[str], results: list[dict[str, Any]]) -> None:
