@@ -1,23 +1,30 @@
-"""Beyond one machine, measured on this one: the same night into a local root and into a root on S3,
-and stage 1 on 1 vs 2 Ray workers; then what 100 M spans a night would need.
+"""Beyond one machine, measured on this one: where ``--workers 2`` starts to pay, against a Ray cluster
+started once and against a local Ray started per run, and what N machines would give.
 
-    .venv/bin/python bench/scale.py --rollouts 10000 --rounds 3      # 60k spans a night
-    .venv/bin/python bench/scale.py --dir /tmp/scale --resume         # continue a stopped run
+    .venv/bin/python bench/scale.py --dir /tmp/scale                    # 600, 60k, 600k, 2M spans a night
+    .venv/bin/python bench/scale.py --dir /tmp/scale --resume           # continue a stopped run
+    .venv/bin/python bench/scale.py --dir /tmp/scale --report-only      # print the tables again
 
-Each round, each in its own fresh process (bench/ingest.py's runner: wall seconds, the driver's peak
-RSS; CPU seconds from the machine's busy counter, since Ray's workers are not the run's children), over
-one generated night (bench/nightly.py's generator):
+For each size, ``--nights`` generated nights (bench/nightly.py's generator: 6 spans a rollout, rollout ids
+unique across nights) go into a fresh data root, night by night: night 1 is a full build, night 2 an
+incremental one (the nightly case). Each command is its own fresh process; the kinds, interleaved round by
+round:
 
-  * local:     ``spanrl ingest --settle 0s`` into a fresh local root
-  * s3:        the same into a fresh ``s3://`` root on moto's S3 server on loopback (a Python server:
-               an upper bound on the store's cost, not a real store's speed), from an empty mirror
-  * workers-1: ``spanrl ingest`` into a fresh local root, one process (= local, measured again next to it)
-  * workers-2: the same with ``--workers 2`` (a local Ray cluster started and stopped by the run;
-               stage 1 and the first night's stage 2 on the workers)
+  * local:    ``spanrl ingest --settle 0s`` into a fresh local root, one process. ``--workers 1`` is this
+              run by contract (a pool of one runs in the process), against a cluster or not.
+  * ray-run:  the same with ``--workers 2`` and no ``RAY_ADDRESS``: a local Ray started and stopped by
+              each command (the start-up every run pays).
+  * s3:       (``--s3``) one process into a fresh ``s3://`` root on moto's S3 server on loopback.
+  * cluster:  ``--workers 2`` with ``RAY_ADDRESS`` naming a cluster this script starts once per size
+              (``ray start --head --num-cpus 2``) and stops after that size's cluster rounds, so that
+              its idle daemons do not load the other kinds' runs.
 
-Prints medians and the ratios local/s3 and workers-1/workers-2, in wall and CPU seconds, and the
-projection for 100 M spans a night. Rows are appended to ``DIR/scale.jsonl`` as each run ends, so a
-stopped run resumes (``--resume``). Not collected by pytest.
+Wall seconds per command; CPU from the machine's busy counter (``/proc/stat``: Ray's workers are not the
+command's children); the driver's peak RSS; from each command's manifest, stage 2's mode, seconds and
+shards; from its summary, stage 1's seconds. Rows go to ``DIR/scale.jsonl`` as each command ends, so a
+stopped run resumes. The report fits wall = fixed + per-span x spans per kind and night, prints the
+ratios, the crossover and a projection to N machines (docs/scale.md says what is measured and what is
+projected). Not collected by pytest.
 """
 
 from __future__ import annotations
@@ -28,15 +35,26 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-KINDS = ("local", "s3", "workers-1", "workers-2")
+RUNNER = r"""
+import resource, subprocess, sys, time, json
+t = time.perf_counter()
+r = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+dt = time.perf_counter() - t
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"rc": r.returncode, "seconds": dt, "rss_mb": ru.ru_maxrss / 1024, "cpu_s": ru.ru_utime + ru.ru_stime,
+                  "out": r.stdout[-6000:], "err": r.stderr[-8000:]}))
+"""
+
 
 
 def _load(name: str, file: str):
@@ -47,50 +65,157 @@ def _load(name: str, file: str):
     return module
 
 
+def _spans(text: str) -> int:
+    text = text.strip().lower()
+    mult = {"k": 1_000, "m": 1_000_000}.get(text[-1:], 1)
+    return int(float(text.rstrip("km")) * mult)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--rollouts", type=int, default=10_000, help="rollouts in the night (6 spans each)")
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--spans", default="600,60k,600k,2M", help="night sizes in spans, comma-separated")
+    p.add_argument("--rounds", default="3,3,3,2", help="rounds per size (one number for all sizes)")
+    p.add_argument("--nights", type=int, default=2, help="nights per run: 1 = a full build only")
+    p.add_argument("--s3", action="store_true", help="also measure one process into an S3 root on moto")
     p.add_argument("--dir", type=Path, default=None)
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--report-only", action="store_true")
     p.add_argument("--window-h", type=float, default=8.0, help="the nightly window for the projection")
     args = p.parse_args()
-    bench_ingest, nightly = _load("bench_ingest", "ingest.py"), _load("bench_nightly", "nightly.py")
-    from tests.helpers.s3 import new_bucket, s3_server
-
     root = args.dir or Path(tempfile.mkdtemp(prefix="spanrl-scale-"))
     root.mkdir(parents=True, exist_ok=True)
     log = root / "scale.jsonl"
-    done = [json.loads(line) for line in log.read_text().splitlines()] if args.resume and log.is_file() else []
-    night = root / "night"
-    files = sorted(night.glob("*.jsonl")) or nightly.write_night(night, 0, args.rollouts)
-    spans = args.rollouts * nightly.SPANS_PER_ROLLOUT
-    print(f"one night: {spans:,} spans, {sum(f.stat().st_size for f in files) / 1e6:.0f} MB; {args.rounds} rounds",
-          flush=True)
-    with s3_server() as env:
-        for r in range(args.rounds):
-            for kind in KINDS:
-                if any(d["round"] == r + 1 and d["kind"] == kind for d in done):
-                    continue
-                data = root / "data"
-                shutil.rmtree(data, ignore_errors=True)
-                cache = root / "cache"
-                shutil.rmtree(cache, ignore_errors=True)
-                target = f"s3://{new_bucket(env)}/night" if kind == "s3" else str(data)
-                extra = ["--workers", "2"] if kind == "workers-2" else []
-                os.environ.update({**env, "SPANRL_CACHE": str(cache), "RAY_ADDRESS": ""})
-                busy0 = _busy_s()
-                res = bench_ingest.measure([sys.executable, "-m", "spanrl", "ingest", "--data", target, "--input",
-                                            str(night), "--settle", "0s", *extra])
-                row = {"round": r + 1, "kind": kind, "spans": spans, "id": uuid.uuid4().hex[:8],
-                       "machine_cpu_s": _busy_s() - busy0, **{k: v for k, v in res.items() if k != "err"}}
-                done.append(row)
-                with open(log, "a") as fh:
-                    fh.write(json.dumps(row) + "\n")
-                print(f"round {r + 1} {kind:<10} {row['seconds']:6.2f} s wall {row['machine_cpu_s']:6.2f} s CPU "
-                      f"{row['rss_mb']:6.0f} MB", flush=True)
-    report(done, spans, args.window_h)
+    done = [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() and (
+        args.resume or args.report_only) else []
+    if not args.report_only:
+        sizes = [_spans(s) for s in args.spans.split(",")]
+        rounds = [int(r) for r in args.rounds.split(",")]
+        rounds = rounds * len(sizes) if len(rounds) == 1 else rounds
+        for spans, n in zip(sizes, rounds, strict=True):
+            run_size(root, log, done, spans, n, args.nights, args.s3)
+    report(done, args.window_h)
     print(f"\nresults: {log}")
+
+
+def run_size(root: Path, log: Path, done: list[dict], spans: int, rounds: int, nights: int, s3: bool) -> None:
+    nightly = _load("bench_nightly", "nightly.py")
+    rollouts = max(spans // nightly.SPANS_PER_ROLLOUT, 1)
+    spans = rollouts * nightly.SPANS_PER_ROLLOUT
+    todo = lambda kind, r: not any(d["spans"] == spans and d["round"] == r and d["kind"] == kind  # noqa: E731
+                                   for d in done)
+    kinds = ["local", "ray-run", *(["s3"] if s3 else [])]
+    if not any(todo(k, r) for r in range(1, rounds + 1) for k in [*kinds, "cluster"]):
+        return
+    gen = root / f"nights-{spans}"
+    for night in range(nights):
+        if not sorted((gen / str(night)).glob("*.jsonl")):
+            shutil.rmtree(gen / str(night), ignore_errors=True)
+            nightly.write_night(gen / str(night), night, rollouts)
+    mb = sum(f.stat().st_size for f in gen.rglob("*.jsonl")) / 1e6 / nights
+    print(f"\n{spans:,} spans a night ({mb:.0f} MB), {nights} night(s), {rounds} round(s)", flush=True)
+    s3_env = _s3() if s3 else None
+    env = {**(s3_env.__enter__() if s3_env else {}), "RAY_ADDRESS": ""}
+    try:
+        for r in range(1, rounds + 1):
+            for kind in kinds:
+                if todo(kind, r):
+                    _run(root, log, done, gen, spans, nights, r, kind, env)
+        if any(todo("cluster", r) for r in range(1, rounds + 1)):
+            with ray_cluster(root) as (_address, start_s):
+                for r in range(1, rounds + 1):
+                    if todo("cluster", r):
+                        _run(root, log, done, gen, spans, nights, r, "cluster",
+                             {**env, "RAY_ADDRESS": "auto"}, cluster_start_s=start_s)
+    finally:
+        if s3_env:
+            s3_env.__exit__(None, None, None)
+
+
+def _s3():
+    from tests.helpers.s3 import s3_server
+
+    return s3_server()
+
+
+class ray_cluster:  # noqa: N801 (a context manager, used as a function)
+    """``ray start --head`` once, on a free port with its own temp folder; ``ray stop`` at the end."""
+
+    def __init__(self, root: Path) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # Ray's socket paths must stay short
+        self.ray = str(Path(sys.executable).parent / "ray")
+
+    def __enter__(self) -> tuple[str, float]:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        t = time.perf_counter()
+        subprocess.run([self.ray, "start", "--head", "--num-cpus", "2", "--port", str(port), "--node-ip-address",
+                        "127.0.0.1", "--include-dashboard", "false", "--disable-usage-stats",
+                        "--temp-dir", str(self.tmp)], check=True, capture_output=True)
+        start_s = time.perf_counter() - t
+        print(f"  a Ray cluster started once ({start_s:.1f} s): 127.0.0.1:{port}", flush=True)
+        return f"127.0.0.1:{port}", start_s
+
+    def __exit__(self, *exc: object) -> None:
+        subprocess.run([self.ray, "stop", "--force"], capture_output=True)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _run(root: Path, log: Path, done: list[dict], gen: Path, spans: int, nights: int, r: int, kind: str,
+         env: dict[str, str], cluster_start_s: float | None = None) -> None:
+    from tests.helpers.s3 import new_bucket
+
+    data, cache = root / "data", root / "cache"
+    shutil.rmtree(data, ignore_errors=True)
+    shutil.rmtree(cache, ignore_errors=True)
+    target = f"s3://{new_bucket(env)}/night" if kind == "s3" else str(data)
+    extra = ["--workers", "2"] if kind in ("ray-run", "cluster") else []
+    row = {"spans": spans, "round": r, "kind": kind, "id": uuid.uuid4().hex[:8], "nights": [],
+           **({"cluster_start_s": cluster_start_s} if cluster_start_s is not None else {})}
+    for night in range(nights):
+        busy0 = _busy_s()
+        out = subprocess.run([sys.executable, "-c", RUNNER, sys.executable, "-m", "spanrl", "ingest", "--data",
+                              target, "--input", str(gen / str(night)), "--settle", "0s", *extra],
+                             capture_output=True, text=True, check=True,
+                             env={**os.environ, **env, "SPANRL_CACHE": str(cache), "COLUMNS": "200"})
+        res = json.loads(out.stdout.strip().splitlines()[-1])
+        if res["rc"] != 0:
+            raise SystemExit(f"{kind} night {night + 1} at {spans:,} spans failed:\n{res['err']}")
+        stage2 = {} if kind == "s3" else _stage2(data)
+        row["nights"].append({"night": night + 1, "seconds": res["seconds"], "machine_cpu_s": _busy_s() - busy0,
+                              "cpu_s": res["cpu_s"], "rss_mb": res["rss_mb"],
+                              "stage1_s": _stage1_s(res["err"] + res["out"]), "stage2": stage2})
+    shutil.rmtree(data, ignore_errors=True)
+    done.append(row)
+    with open(log, "a") as fh:
+        fh.write(json.dumps(row) + "\n")
+    print(f"  round {r} {kind:<8} " + "  ".join(
+        f"night {n['night']}: {n['seconds']:6.2f} s wall {n['machine_cpu_s']:6.2f} s CPU {n['rss_mb']:5.0f} MB"
+        f" ({n['stage2'].get('mode', '?')}{_shards(n)})" for n in row["nights"]), flush=True)
+
+
+def _stage1_s(out: str) -> float | None:
+    """Stage 1's seconds: the 7th cell of the trace-lake table's row (files, MB, spans, log records,
+    duplicates, rejects, seconds, spans/s)."""
+    for line in out.splitlines():
+        cells = [c.strip().replace(",", "") for c in line.split("│")[1:-1]]
+        if len(cells) == 8 and cells[0].isdigit():
+            return float(cells[6])
+    return None
+
+
+def _stage2(data: Path) -> dict:
+    from spanrl.transitions.snapshot import latest_manifest
+
+    s = (latest_manifest(data) or {}).get("stats", {}).get("stage2", {})
+    return {k: s.get(k) for k in ("mode", "reason", "seconds", "segments", "traces_recomputed", "why")}
+
+
+def _shards(n: dict) -> str:
+    segs = n["stage2"].get("segments") or {}
+    return f", {segs['shards']} shards" if segs.get("shards") else ""
 
 
 def _busy_s() -> float:
@@ -102,27 +227,90 @@ def _busy_s() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def report(rows: list[dict], spans: int, window_h: float) -> None:
-    for r in rows:
-        r.setdefault("machine_cpu_s", r["cpu_s"])
-    med = {k: {m: statistics.median(r[m] for r in rows if r["kind"] == k)
-               for m in ("seconds", "machine_cpu_s", "rss_mb")}
-           for k in KINDS if any(r["kind"] == k for r in rows)}
-    print(f"\n{'run':<12}{'wall s':>8}{'CPU s':>8}{'RSS MB':>8}   (CPU: the machine's busy seconds; RSS: the driver's)")
-    for k, m in med.items():
-        print(f"{k:<12}{m['seconds']:>8.2f}{m['machine_cpu_s']:>8.2f}{m['rss_mb']:>8.0f}")
-    if "s3" in med:
-        print(f"local / s3: {med['local']['seconds'] / med['s3']['seconds']:.2f} wall, "
-              f"{med['local']['machine_cpu_s'] / med['s3']['machine_cpu_s']:.2f} CPU")
-    if "workers-2" in med:
-        print(f"workers 1 / workers 2: {med['workers-1']['seconds'] / med['workers-2']['seconds']:.2f} wall, "
-              f"{med['workers-1']['machine_cpu_s'] / med['workers-2']['machine_cpu_s']:.2f} CPU")
-    rate = spans / med["local"]["seconds"]  # spans per second, one process, the whole chain
-    window = window_h * 3600
-    need = 100e6 / (rate * window)
-    print(f"one process: {rate:,.0f} spans/s for the whole chain -> 100 M spans in {100e6 / rate / 3600:.1f} h; "
-          f"an {window_h:.0f} h window needs {need:.1f}x this machine. Workers take stage 1 and full stage-2 "
-          "builds; an incremental night's stage 2 runs on the driver.")
+def _median(rows: list[dict], spans: int, kind: str, night: int, key: str) -> float | None:
+    vals = [r["nights"][night][key] for r in rows if r["spans"] == spans and r["kind"] == kind
+            and len(r["nights"]) > night and r["nights"][night].get(key) is not None]
+    return statistics.median(vals) if vals else None
+
+
+def _fit(points: list[tuple[int, float]]) -> tuple[float, float] | None:
+    """Least squares wall = fixed + per_span * spans over the sizes' medians."""
+    if len(points) < 2:
+        return None
+    xs, ys = [float(x) for x, _ in points], [y for _, y in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    return my - b * mx, b
+
+
+def report(rows: list[dict], window_h: float) -> None:
+    if not rows:
+        print("no rows yet")
+        return
+    sizes = sorted({r["spans"] for r in rows})
+    kinds = [k for k in ("local", "ray-run", "cluster", "s3") if any(r["kind"] == k for r in rows)]
+    nights = max(len(r["nights"]) for r in rows)
+    for night in range(nights):
+        label = "night 1 (full build)" if night == 0 else f"night {night + 1} (incremental)"
+        print(f"\n{label}: medians; wall s / machine CPU s / driver RSS MB; ratio = one process / this kind")
+        print(f"{'spans':>10}" + "".join(f"{k:>30}" for k in kinds))
+        for spans in sizes:
+            cells = []
+            base = _median(rows, spans, "local", night, "seconds")
+            for k in kinds:
+                w, c, m = (_median(rows, spans, k, night, key) for key in ("seconds", "machine_cpu_s", "rss_mb"))
+                if w is None:
+                    cells.append(f"{'-':>30}")
+                    continue
+                ratio = f" ({base / w:.2f}x)" if base and k != "local" else ""
+                cells.append(f"{f'{w:.2f} / {c:.2f} / {m:.0f}{ratio}':>30}")
+            print(f"{spans:>10,}" + "".join(cells))
+        fits = {k: _fit([(s, w) for s in sizes if (w := _median(rows, s, k, night, "seconds")) is not None])
+                for k in kinds}
+        for k, f in fits.items():
+            if f:
+                print(f"  {k:<8} wall = {f[0]:6.2f} s fixed + {f[1] * 1e6:7.2f} s per million spans")
+        for k in ("ray-run", "cluster"):
+            if fits.get(k) and fits.get("local"):
+                (a1, b1), (a2, b2) = fits["local"], fits[k]
+                if b2 < b1 and a2 > a1:
+                    print(f"  {k}: --workers 2 pays from ~{(a2 - a1) / (b1 - b2):,.0f} spans a night "
+                          "(where the fitted lines cross)")
+                else:
+                    print(f"  {k}: the fitted lines do not cross: --workers 2 "
+                          + ("is never slower" if b2 <= b1 else "costs more per span than one process here"))
+    _projection(rows, sizes, window_h)
+
+
+def _projection(rows: list[dict], sizes: list[int], window_h: float) -> None:
+    """N machines, from the largest size's one-process night split into the part workers take (stage 1
+    and stage 2's rows) and the driver's rest, plus the cluster's measured fixed cost per command."""
+    big = sizes[-1]
+    total = _median(rows, big, "local", 0, "seconds")
+    s1 = _median(rows, big, "local", 0, "stage1_s")
+    s2 = statistics.median([r["nights"][0]["stage2"]["seconds"]["rows"] for r in rows if r["spans"] == big
+                            and r["kind"] == "local" and (r["nights"][0]["stage2"].get("seconds") or {}).get("rows")]
+                           or [0.0])
+    small = sizes[0]
+    fixed = [(_median(rows, small, k, 0, "seconds") or 0) - (_median(rows, small, "local", 0, "seconds") or 0)
+             for k in ("cluster",) if _median(rows, small, k, 0, "seconds") is not None]
+    if not (total and s1):
+        return
+    par = s1 + s2
+    rest = max(total - par, 0.0)
+    over = fixed[0] if fixed else 0.0
+    print(f"\nprojection from {big:,} spans, one process: {total:.1f} s = {par:.1f} s on workers (stage 1 "
+          f"{s1:.1f} s + stage 2's rows {s2:.1f} s) + {rest:.1f} s in the driver; a cluster's fixed cost "
+          f"{over:.1f} s a command (measured at {small:,} spans)")
+    rate = big / total
+    for n in (1, 2, 4, 8, 16):
+        t = rest + par / n + (over if n > 1 else 0.0)
+        per_night = 100e6 / big * t / 3600
+        print(f"  {n:>2} machines: {t:7.1f} s for {big:,} spans -> 100 M spans in {per_night:5.1f} h "
+              f"({'inside' if per_night <= window_h else 'outside'} a {window_h:.0f} h window)")
+    print(f"  one process: {rate:,.0f} spans/s for the whole chain; the driver's part ({rest:.1f} s) bounds "
+          f"the speed-up at {total / max(rest + over, 1e-9):.1f}x")
 
 
 if __name__ == "__main__":
