@@ -76,6 +76,7 @@ def main() -> None:
     p.add_argument("--spans", default="600,60k,600k,2M", help="night sizes in spans, comma-separated")
     p.add_argument("--rounds", default="3,3,3,2", help="rounds per size (one number for all sizes)")
     p.add_argument("--nights", type=int, default=2, help="nights per run: 1 = a full build only")
+    p.add_argument("--kinds", default="local,ray-run,cluster", help="which runs (local, ray-run, cluster, s3)")
     p.add_argument("--s3", action="store_true", help="also measure one process into an S3 root on moto")
     p.add_argument("--dir", type=Path, default=None)
     p.add_argument("--resume", action="store_true")
@@ -92,19 +93,23 @@ def main() -> None:
         rounds = [int(r) for r in args.rounds.split(",")]
         rounds = rounds * len(sizes) if len(rounds) == 1 else rounds
         for spans, n in zip(sizes, rounds, strict=True):
-            run_size(root, log, done, spans, n, args.nights, args.s3)
+            kinds = [k for k in args.kinds.split(",") if k] + (["s3"] if args.s3 else [])
+            run_size(root, log, done, spans, n, args.nights, kinds)
     report(done, args.window_h)
     print(f"\nresults: {log}")
 
 
-def run_size(root: Path, log: Path, done: list[dict], spans: int, rounds: int, nights: int, s3: bool) -> None:
+def run_size(root: Path, log: Path, done: list[dict], spans: int, rounds: int, nights: int,
+             kinds: list[str]) -> None:
     nightly = _load("bench_nightly", "nightly.py")
     rollouts = max(spans // nightly.SPANS_PER_ROLLOUT, 1)
     spans = rollouts * nightly.SPANS_PER_ROLLOUT
     todo = lambda kind, r: not any(d["spans"] == spans and d["round"] == r and d["kind"] == kind  # noqa: E731
                                    for d in done)
-    kinds = ["local", "ray-run", *(["s3"] if s3 else [])]
-    if not any(todo(k, r) for r in range(1, rounds + 1) for k in [*kinds, "cluster"]):
+    cluster = "cluster" in kinds
+    kinds = [k for k in kinds if k != "cluster"]
+    s3 = "s3" in kinds
+    if not any(todo(k, r) for r in range(1, rounds + 1) for k in [*kinds, *(["cluster"] if cluster else [])]):
         return
     gen = root / f"nights-{spans}"
     for night in range(nights):
@@ -120,7 +125,7 @@ def run_size(root: Path, log: Path, done: list[dict], spans: int, rounds: int, n
             for kind in kinds:
                 if todo(kind, r):
                     _run(root, log, done, gen, spans, nights, r, kind, env)
-        if any(todo("cluster", r) for r in range(1, rounds + 1)):
+        if cluster and any(todo("cluster", r) for r in range(1, rounds + 1)):
             with ray_cluster(root) as (_address, start_s):
                 for r in range(1, rounds + 1):
                     if todo("cluster", r):
@@ -233,15 +238,38 @@ def _median(rows: list[dict], spans: int, kind: str, night: int, key: str) -> fl
     return statistics.median(vals) if vals else None
 
 
-def _fit(points: list[tuple[int, float]]) -> tuple[float, float] | None:
-    """Least squares wall = fixed + per_span * spans over the sizes' medians."""
-    if len(points) < 2:
+def _line(rows: list[dict], sizes: list[int], kind: str, night: int) -> tuple[float, float] | None:
+    """wall = fixed + per_span * spans: per_span from the two largest sizes' medians (where the work
+    dominates), fixed from the smallest size (where Ray's start-up dominates)."""
+    w = {s: v for s in sizes if (v := _median(rows, s, kind, night, "seconds")) is not None}
+    if len(w) < 3:
         return None
-    xs, ys = [float(x) for x, _ in points], [y for _, y in points]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-    return my - b * mx, b
+    small, (s1, s2) = min(w), sorted(w)[-2:]
+    per_span = (w[s2] - w[s1]) / (s2 - s1)
+    return w[small] - per_span * small, per_span
+
+
+def _crossing(rows: list[dict], sizes: list[int], kind: str, night: int) -> str:
+    """Where one process / ``kind`` first reaches 1.0 among the measured sizes (interpolated on
+    log(spans)), else where the fitted lines cross, else why they do not."""
+    import math
+
+    ratio = [(s, b / w) for s in sizes if (b := _median(rows, s, "local", night, "seconds"))
+             and (w := _median(rows, s, kind, night, "seconds"))]
+    for (s1, r1), (s2, r2) in zip(ratio, ratio[1:], strict=False):
+        if r1 < 1.0 <= r2:
+            x = math.log(s1) + (1.0 - r1) / (r2 - r1) * (math.log(s2) - math.log(s1))
+            return f"measured: --workers 2 pays from ~{math.exp(x):,.0f} spans a night (ratio {r1:.2f} -> {r2:.2f})"
+    if ratio and ratio[0][1] >= 1.0:
+        return "measured: --workers 2 is never slower here"
+    one, other = _line(rows, sizes, "local", night), _line(rows, sizes, kind, night)
+    if not (one and other):
+        return "not enough sizes for a crossover"
+    (a1, b1), (a2, b2) = one, other
+    largest = f"no crossover up to {ratio[-1][0]:,} spans (ratio {ratio[-1][1]:.2f}); " if ratio else ""
+    if b2 < b1:
+        return f"{largest}projected: the lines cross at ~{(a2 - a1) / (b1 - b2):,.0f} spans a night"
+    return f"{largest}projected: never on this machine (per span, --workers 2 costs {b2 / b1:.2f}x one process)"
 
 
 def report(rows: list[dict], window_h: float) -> None:
@@ -266,51 +294,36 @@ def report(rows: list[dict], window_h: float) -> None:
                 ratio = f" ({base / w:.2f}x)" if base and k != "local" else ""
                 cells.append(f"{f'{w:.2f} / {c:.2f} / {m:.0f}{ratio}':>30}")
             print(f"{spans:>10,}" + "".join(cells))
-        fits = {k: _fit([(s, w) for s in sizes if (w := _median(rows, s, k, night, "seconds")) is not None])
-                for k in kinds}
-        for k, f in fits.items():
-            if f:
-                print(f"  {k:<8} wall = {f[0]:6.2f} s fixed + {f[1] * 1e6:7.2f} s per million spans")
+        for k in kinds:
+            if line := _line(rows, sizes, k, night):
+                print(f"  {k:<8} wall = {line[0]:6.2f} s fixed + {line[1] * 1e6:7.2f} s per million spans")
         for k in ("ray-run", "cluster"):
-            if fits.get(k) and fits.get("local"):
-                (a1, b1), (a2, b2) = fits["local"], fits[k]
-                if b2 < b1 and a2 > a1:
-                    print(f"  {k}: --workers 2 pays from ~{(a2 - a1) / (b1 - b2):,.0f} spans a night "
-                          "(where the fitted lines cross)")
-                else:
-                    print(f"  {k}: the fitted lines do not cross: --workers 2 "
-                          + ("is never slower" if b2 <= b1 else "costs more per span than one process here"))
+            if k in kinds:
+                print(f"  {k}: {_crossing(rows, sizes, k, night)}")
     _projection(rows, sizes, window_h)
 
 
 def _projection(rows: list[dict], sizes: list[int], window_h: float) -> None:
-    """N machines, from the largest size's one-process night split into the part workers take (stage 1
-    and stage 2's rows) and the driver's rest, plus the cluster's measured fixed cost per command."""
-    big = sizes[-1]
-    total = _median(rows, big, "local", 0, "seconds")
-    s1 = _median(rows, big, "local", 0, "stage1_s")
-    s2 = statistics.median([r["nights"][0]["stage2"]["seconds"]["rows"] for r in rows if r["spans"] == big
-                            and r["kind"] == "local" and (r["nights"][0]["stage2"].get("seconds") or {}).get("rows")]
-                           or [0.0])
-    small = sizes[0]
-    fixed = [(_median(rows, small, k, 0, "seconds") or 0) - (_median(rows, small, "local", 0, "seconds") or 0)
-             for k in ("cluster",) if _median(rows, small, k, 0, "seconds") is not None]
-    if not (total and s1):
+    """N nodes like this one (2 cores, two one-CPU tasks each), from the largest size's cluster runs:
+    the driver's CPU (its own process tree) stays on one node and is counted as wall time (a bound: its
+    DuckDB uses two threads at times), the workers' CPU (the machine's busy seconds minus the driver's)
+    splits over the nodes' cores, plus the cluster's fixed cost per command (at the smallest size)."""
+    big, small = sizes[-1], sizes[0]
+    one = _median(rows, big, "local", 0, "seconds")
+    machine, driver = (_median(rows, big, "cluster", 0, k) for k in ("machine_cpu_s", "cpu_s"))
+    fixed = [(w - b) for k in ("cluster",) if (w := _median(rows, small, k, 0, "seconds")) is not None
+             and (b := _median(rows, small, "local", 0, "seconds")) is not None]
+    if not (one and machine and driver):
         return
-    par = s1 + s2
-    rest = max(total - par, 0.0)
-    over = fixed[0] if fixed else 0.0
-    print(f"\nprojection from {big:,} spans, one process: {total:.1f} s = {par:.1f} s on workers (stage 1 "
-          f"{s1:.1f} s + stage 2's rows {s2:.1f} s) + {rest:.1f} s in the driver; a cluster's fixed cost "
-          f"{over:.1f} s a command (measured at {small:,} spans)")
-    rate = big / total
+    over, workers = (fixed[0] if fixed else 0.0), max(machine - driver, 0.0)
+    print(f"\nprojection to N nodes from {big:,} spans (night 1): one process {one:.1f} s; on the cluster, the driver "
+          f"{driver:.1f} CPU s, the workers {workers:.1f} CPU s, fixed {over:.1f} s a command (at {small:,} spans)")
     for n in (1, 2, 4, 8, 16):
-        t = rest + par / n + (over if n > 1 else 0.0)
-        per_night = 100e6 / big * t / 3600
-        print(f"  {n:>2} machines: {t:7.1f} s for {big:,} spans -> 100 M spans in {per_night:5.1f} h "
-              f"({'inside' if per_night <= window_h else 'outside'} a {window_h:.0f} h window)")
-    print(f"  one process: {rate:,.0f} spans/s for the whole chain; the driver's part ({rest:.1f} s) bounds "
-          f"the speed-up at {total / max(rest + over, 1e-9):.1f}x")
+        t = over + driver + workers / (2 * n)
+        hours = 100e6 / big * t / 3600
+        print(f"  {n:>2} node(s): ~{t:6.1f} s for {big:,} spans ({one / t:4.2f}x one process) -> 100 M spans "
+              f"in {hours:4.1f} h ({'inside' if hours <= window_h else 'outside'} a {window_h:.0f} h window)")
+    print(f"  the driver's part bounds the speed-up at {one / (over + driver):.1f}x one process")
 
 
 if __name__ == "__main__":
