@@ -102,7 +102,7 @@ def pull(store: ObjectStore, base: Path, state: RootState) -> tuple[Path, dict[s
     not name. Returns ``base/root`` and {sha256: ETag} of the objects fetched."""
     root = base / "root"
     root.mkdir(parents=True, exist_ok=True)
-    record = _read_json(base / MIRROR_STATE)
+    record = read_json(base / MIRROR_STATE)
     have = walk(root)
     by_sha: dict[str, Path] = {}
     for rel, path in have.items():
@@ -137,7 +137,7 @@ def pull(store: ObjectStore, base: Path, state: RootState) -> tuple[Path, dict[s
         os.replace(part, path)
         by_sha.setdefault(sha, path)
         fresh[rel] = [sha, *_stamp(path)]
-    _write_json(base / MIRROR_STATE, fresh)
+    write_json(base / MIRROR_STATE, fresh)
     return root, fetched
 
 
@@ -148,7 +148,7 @@ def push(store: ObjectStore, base: Path, state: RootState, lease: Lease, command
     Returns the new version (None: nothing changed, nothing written; the objects are checked all the same,
     so any writer run puts back what it holds). ``fetched``: {sha256: ETag} the pull hashed."""
     root = base / "root"
-    record = _read_json(base / MIRROR_STATE)
+    record = read_json(base / MIRROR_STATE)
     files: dict[str, list[Any]] = {}
     stamps: dict[str, list[Any]] = {}
     local: dict[str, Path] = {}
@@ -179,12 +179,12 @@ def push(store: ObjectStore, base: Path, state: RootState, lease: Lease, command
                 if os.environ.get("SPANRL_TEST_CRASH_AT") == "remote_upload":  # tests: die after one upload
                     os._exit(137)
             known.add(sha)
-    verified = {**_read_json(base / VERIFIED), **fetched}
+    verified = {**read_json(base / VERIFIED), **fetched}
     named_by = "the manifest this run publishes" if changed else (state.manifest or ROOT)
     etags = ensure_named(store, files, local, uploaded, verified, named_by, lambda line: click.echo(line, err=True))
-    _write_json(base / VERIFIED, etags)
+    write_json(base / VERIFIED, etags)
     if not changed:
-        _write_json(base / MIRROR_STATE, stamps)
+        write_json(base / MIRROR_STATE, stamps)
         return None
     version = state.version + 1
     name = f"{MANIFESTS}/{version:08d}-{lease.body['token']}.json"
@@ -202,11 +202,11 @@ def push(store: ObjectStore, base: Path, state: RootState, lease: Lease, command
     except Conflict:
         raise InputError(f"{store.url}: ROOT changed while this run held the lease (another writer ignored it?); "
                          "nothing was published by this run. Re-run the command.") from None
-    _write_json(base / MIRROR_STATE, stamps)
+    write_json(base / MIRROR_STATE, stamps)
     return version
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
     """A mirror's own record, or {} when it is missing or torn (the next run re-checks what it covered)."""
     try:
         value = json.loads(path.read_text())
@@ -215,7 +215,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _write_json(path: Path, value: Any) -> None:
+def write_json(path: Path, value: Any) -> None:
     tmp = path.with_name(f"{TMP_PREFIX}{path.name}.{os.getpid()}")
     tmp.write_text(json.dumps(value))
     os.replace(tmp, path)

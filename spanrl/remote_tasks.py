@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from spanrl.integrity import VERIFIED, fetch_object, sha256_file
-from spanrl.remote import MIRROR_STATE, WRITING, _read_json, _write_json
+from spanrl.remote import MIRROR_STATE, WRITING, read_json, write_json
 from spanrl.rootstate import object_key
 from spanrl.storage import ObjectStore
 
@@ -47,7 +47,7 @@ def share(data: Path | str, rels: Iterable[str]) -> Files:
     url, base = WRITING[str(Path(data).resolve())]
     store = ObjectStore(url)
     root = base / "root"
-    record = _read_json(base / MIRROR_STATE)
+    record = read_json(base / MIRROR_STATE)
     out: Files = {}
     for rel in sorted(set(rels)):
         st = (root / rel).stat()
@@ -60,11 +60,10 @@ def share(data: Path | str, rels: Iterable[str]) -> Files:
         if listed.get(object_key(sha), (None, None))[1] != size and sha not in uploaded:
             store.upload(object_key(sha), root / rel)  # one with the right size is checked by the publish
             uploaded.add(sha)
-    if uploaded:
-        listed = store.listing(object_key(""))
-        verified = _read_json(base / VERIFIED)
-        verified.update({sha: listed[object_key(sha)][0] for sha in uploaded})
-        _write_json(base / VERIFIED, verified)
+    if uploaded:  # a HEAD each for what this build uploaded (tonight's files), not a second listing
+        verified = read_json(base / VERIFIED)
+        verified.update({sha: store.etag(object_key(sha)) for sha in sorted(uploaded)})
+        write_json(base / VERIFIED, verified)
     return out
 
 
@@ -76,7 +75,7 @@ def take(data: Path | str, objects: Files, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     etags = {sha: fetch_object(store, sha, size, [name], folder / name, "a worker's upload")
              for name, (sha, size) in sorted(objects.items())}
-    _write_json(base / VERIFIED, {**_read_json(base / VERIFIED), **etags})
+    write_json(base / VERIFIED, {**read_json(base / VERIFIED), **etags})
 
 
 def fetch_files(store: dict[str, str], files: Files, root: Path) -> None:

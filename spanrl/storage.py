@@ -156,14 +156,17 @@ class ObjectStore:
             raise
 
     def exists(self, rel: str) -> bool:
+        return self.etag(rel) is not None
+
+    def etag(self, rel: str) -> str | None:
+        """The object's ETag (one HEAD), or None when there is none."""
         from botocore.exceptions import ClientError
 
         try:
-            self.client.head_object(Bucket=self.bucket, Key=self.key(rel))
-            return True
+            return self.client.head_object(Bucket=self.bucket, Key=self.key(rel))["ETag"]
         except ClientError as exc:
             if _no_such_key(exc):
-                return False
+                return None
             raise
 
     def delete(self, rel: str) -> None:

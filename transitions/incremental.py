@@ -33,7 +33,7 @@ from spanrl.layout import lake_dir
 from spanrl.sqlfiles import one, rows
 from spanrl.transitions.pipeline import LAST_BUILD_STEPS, PRIOR_STEPS, ROUND_STEPS, run_steps
 from spanrl.transitions.sqlfiles import read_sql, render_sql
-from spanrl.transitions.tables import global_file, over_files, segment_files
+from spanrl.transitions.tables import global_file, segment_files
 
 MAX_CLOSURE_ROUNDS = 8  # each round only when a recomputed trace joined an older rollout (rare)
 
@@ -134,16 +134,20 @@ def files_of_touched(con: duckdb.DuckDBPyConnection, new_files: list[str], exist
 
 
 def restrict_lake(con: duckdb.DuckDBPyConnection, data: Path, files: list[str],
-                  new_files: Iterable[str] = ()) -> None:
+                  new_files: Iterable[str] = (), shard: bool = False) -> None:
     """``spans`` and ``logs`` as temp views over ``files``, the touched traces only (a log record with
     no trace id is kept: it may name a recomputed call's response id). A table whose files are all in
-    ``new_files`` is read whole (incremental/spans_new.sql: the filter would keep every row)."""
+    ``new_files`` is read whole (incremental/spans_new.sql: the filter would keep every row). ``shard``:
+    a worker of a sharded night, whose files also hold other shards' traces, keeps its own
+    (``_shard_traces``, sql/shards/spans_shard.sql, logs_shard.sql) and is never read whole."""
     root = str(Path(data).resolve())
     new = set(new_files)
     for table in ("spans", "logs"):  # incremental/spans_touched.sql, logs_touched.sql (or *_new.sql)
         chosen = [f for f in files if f.startswith(f"lake/{table}/")]
-        whole = bool(chosen) and set(chosen) <= new
-        over_files(con, f"incremental/{table}_{'new' if whole else 'touched'}", [f"{root}/{f}" for f in chosen])
+        whole = not shard and bool(chosen) and set(chosen) <= new
+        name = f"shards/{table}_shard" if shard else f"incremental/{table}_{'new' if whole else 'touched'}"
+        paths = [f"{root}/{f}" for f in chosen]
+        con.execute(render_sql(name, files=paths) if paths else read_sql(f"incremental/{table}_touched_empty"))
 
 
 def fill_priors(con: duckdb.DuckDBPyConnection) -> None:

@@ -41,7 +41,7 @@ from spanrl.sqlfiles import one, rows, sql_literal
 from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.connect import builder_readable, open_lake, segment_sources
 from spanrl.transitions.pipeline import PUBLISH_STEPS, STAGE2_STEPS, TRANSITION_STEPS, run_steps
-from spanrl.transitions.sqlfiles import read_sql, render_sql
+from spanrl.transitions.sqlfiles import read_sql
 
 MAX_ROUNDS = 50  # label propagation rounds (each halves no distance guarantee, but real key graphs are shallow)
 
@@ -117,11 +117,7 @@ def build_shard(cfg: BuildConfig, rules: list, traces: list[str], folder: str, l
         if night:
             fill_priors(con)
             read = files_of_touched(con, night["new_files"], set(lake_files), among="_shard_traces")
-            root = str(data.resolve())
-            for table in ("spans", "logs"):  # sql/shards/spans_shard.sql, logs_shard.sql
-                chosen = [f"{root}/{f}" for f in read if f.startswith(f"lake/{table}/")]
-                con.execute(render_sql(f"shards/{table}_shard", files=chosen) if chosen
-                            else read_sql(f"incremental/{table}_touched_empty"))
+            restrict_lake(con, data, read, shard=True)
         else:
             restrict_lake(con, data, lake_files)
         con.execute("SET VARIABLE spanrl_lake_now_ns = (SELECT $v::BIGINT)", {"v": lake_now_ns})
@@ -189,7 +185,7 @@ def _run_shards(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, t
     from spanrl.workers import worker_pool
 
     segs = [f"{build_id}-{k:02d}" for k in range(len(shards))]
-    store = writer_store(cfg.data) if (cfg.workers or 1) > 1 else None
+    store = writer_store(cfg.data)
     if store is None:  # a shared disk: the tasks read the lake and write the draft at the driver's paths
         calls = [(cfg, rules, traces, str(tmp / seg), now_ns, lake_files, night)
                  for seg, traces in zip(segs, shards, strict=True)]

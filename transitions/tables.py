@@ -30,7 +30,7 @@ from spanrl import __version__, layout
 from spanrl.ingest.lake import PARQUET_OPTIONS  # segments are written as the lake is
 from spanrl.publish import draft_folder, publish, read_pointer
 from spanrl.sqlfiles import one, parquet_rows, rows, sql_literal
-from spanrl.transitions.sqlfiles import read_sql, render_sql
+from spanrl.transitions.sqlfiles import render_sql
 
 STATE = "state.json"
 STATE_FORMAT = 2
@@ -284,13 +284,6 @@ def register_build_views(con: duckdb.DuckDBPyConnection, data: Path, state: dict
         path = global_file(data, state, table)
         files[name] = [str(path)] if path else []
     run_steps(con, PUBLISH_STEPS, materialize=False, files=files)
-
-
-def over_files(con: duckdb.DuckDBPyConnection, name: str, files: list[str]) -> None:
-    """Run ``sql/<name>.sql`` over ``files`` (a view cannot bind their list: it is rendered in), or
-    ``<name>_empty.sql`` (the same relation without the files: its columns, or what it has besides)
-    when there are none: read_parquet refuses an empty list."""
-    con.execute(render_sql(name, files=files) if files else read_sql(f"{name}_empty"))
 
 
 def rewrite_touched(con: duckdb.DuckDBPyConnection, data: Path, tmp: Path, build_id: str,
