@@ -31,7 +31,7 @@ class RunConfig:
                                     "DATA/spanrl.toml if present, then ./spanrl.toml).", flag="--config",
                                     click_type=click.Path(dir_okay=False, path_type=Path))
     memory_limit: str = knob("2GB", "DuckDB memory limit; spills to disk beyond.")
-    threads: int | None = knob(None, "DuckDB threads (default: all cores).")
+    threads: int | None = knob(None, "DuckDB threads (default: all cores; inside a Ray task, its CPUs).")
     workers: int | None = knob(None, "Run stage 1 per group of span files as N Ray tasks (RAY_ADDRESS joins a "
                                "cluster, else a local one is started); same lake, same snapshot hash. Needs "
                                "pip install 'spanrl[scale]'.", metavar="N")

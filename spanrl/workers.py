@@ -26,6 +26,9 @@ class WorkerFailed(click.ClickException):
 
     exit_code = 1
 
+TASK_CPUS = 1  # each Ray task reserves one CPU, and its DuckDB runs that many threads
+_TASK_THREADS = "SPANRL_TASK_THREADS"
+
 Mapper = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], list[Any]]
 
 
@@ -54,15 +57,29 @@ def worker_pool(workers: int | None) -> Iterator[Mapper]:
         atexit.register(ray.shutdown)
 
     def ray_map(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]]) -> list[Any]:
-        task = ray.remote(num_cpus=1, max_retries=0)(fn)
+        task = ray.remote(num_cpus=TASK_CPUS, max_retries=0)(_in_task)
         try:
-            return ray.get([task.remote(*args) for args in calls])
+            return ray.get([task.remote(fn, *args) for args in calls])
         except ray.exceptions.RayError as exc:
             raise WorkerFailed(f"a Ray task of {fn.__module__}.{fn.__name__} failed, so this step publishes "
                                f"nothing; re-run the command (it starts from the last published state).\n"
                                f"{str(exc).strip().splitlines()[-1][:500]}") from None
 
     yield ray_map
+
+
+def _in_task(fn: Callable[..., Any], *args: Any) -> Any:
+    """A Ray task's body: ``fn`` with DuckDB limited to the task's CPUs (``task_threads``)."""
+    os.environ[_TASK_THREADS] = str(TASK_CPUS)
+    return fn(*args)
+
+
+def task_threads() -> int | None:
+    """DuckDB's threads inside a Ray task: the CPUs Ray reserved for it. DuckDB's default (every core
+    of the node) makes N tasks on one node run N x cores threads: on this 2-core machine two shards
+    then took 1.2-1.4x one process's CPU for the same work (docs/scale.md). None outside a task."""
+    value = os.environ.get(_TASK_THREADS)
+    return int(value) if value else None
 
 
 def split_evenly(sizes: Sequence[int], groups: int) -> list[list[int]]:

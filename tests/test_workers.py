@@ -28,3 +28,40 @@ def test_workers_without_ray_say_how_to_install_it(tmp_path: Path, monkeypatch) 
     res = CliRunner().invoke(cli, ["ingest", "--data", str(tmp_path), "--workers", "2"])
     assert res.exit_code == 2
     assert "pip install 'spanrl[scale]'" in res.output
+
+
+def _duckdb_threads(tmp: str) -> tuple[int | None, int]:
+    """In the calling process (a Ray task or this one): the task's thread budget and what the
+    loader's DuckDB connection was set to."""
+    from spanrl.ingest.config import LakeConfig
+    from spanrl.ingest.load import open_work_connection
+    from spanrl.workers import task_threads
+
+    con = open_work_connection(LakeConfig(data=Path(tmp)), Path(tmp))
+    try:
+        return task_threads(), int(con.execute("SELECT current_setting('threads')").fetchone()[0])
+    finally:
+        con.close()
+
+
+def test_a_ray_tasks_duckdb_runs_on_the_tasks_cpus_not_every_core(tmp_path: Path, monkeypatch) -> None:
+    """Two tasks on one 2-core node each ran DuckDB on every core (4 threads on 2 cores): the shards
+    then took 1.2-1.4x one process's CPU (bench/scale.py). A task's DuckDB now gets the one CPU Ray
+    reserved for it; outside a task the default (every core) is unchanged."""
+    import pytest
+
+    ray = pytest.importorskip("ray")
+    from spanrl.workers import TASK_CPUS, worker_pool
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # tests/ is not importable in a worker
+    monkeypatch.setenv("RAY_ADDRESS", "")  # a local Ray for this test, never a cluster the machine may have
+    try:
+        with worker_pool(2) as run:
+            inside = run(_duckdb_threads, [(str(tmp_path / "a"),), (str(tmp_path / "b"),)])
+    finally:
+        ray.shutdown()
+    assert inside == [(TASK_CPUS, TASK_CPUS)] * 2
+    import duckdb
+
+    assert _duckdb_threads(str(tmp_path / "c")) == (None, duckdb.connect().execute(
+        "SELECT current_setting('threads')").fetchone()[0])

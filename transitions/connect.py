@@ -14,6 +14,7 @@ from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.incremental import traces_table_sql
 from spanrl.transitions.sqlfiles import read_sql
 from spanrl.transitions.tables import tables_dir
+from spanrl.workers import task_threads
 
 
 def open_lake(cfg: BuildConfig) -> duckdb.DuckDBPyConnection:
@@ -24,8 +25,8 @@ def open_lake(cfg: BuildConfig) -> duckdb.DuckDBPyConnection:
     spill.mkdir(parents=True, exist_ok=True)
     con.execute(f"SET memory_limit = {sql_literal(cfg.memory_limit)}")
     con.execute(f"SET temp_directory = {sql_literal(spill)}")
-    if cfg.threads:
-        con.execute(f"SET threads = {int(cfg.threads)}")
+    if threads := cfg.threads or task_threads():  # in a Ray task: its CPUs (spanrl/workers.py)
+        con.execute(f"SET threads = {int(threads)}")
     lock_down(con, builder_readable(cfg.data))
     return con
 
