@@ -290,8 +290,8 @@ def _load_lake(cfg: LakeConfig, on_progress: Callable[[SpanFile, int], None] | N
     summary = LakeSummary()
     summary.warnings += finish_interrupted(lake)  # a compaction or prune a crash cut short
     state = recover_file_state(lake, summary.warnings)
-    if is_object_url(cfg.input):
-        plan = plan_objects(cfg.input, lake, state, summary.warnings)
+    if is_object_url(cfg.input):  # with --workers N the tasks fetch the objects: the driver only lists them
+        plan = plan_objects(cfg.input, lake, state, summary.warnings, fetch=(cfg.workers or 1) <= 1)
     else:
         plan = plan_files(list_input_files(cfg.data, cfg.input), state, summary.warnings)
     try:
@@ -329,7 +329,10 @@ def _load_plan(cfg: LakeConfig, lake: Path, state: dict[str, dict], plan: list[S
                 counts = _stage_planned(con, item, staging / f"{i:06d}", tmp / f"work-{run_id}-{i}", params,
                                         summary.warnings)
             else:
-                counts, warnings, item.rejects = staged[i]
+                counts, warnings, rejects, fetched = staged[i]
+                if fetched is not None:  # an object its task fetched: recorded as the task found it
+                    item = plan[i] = fetched
+                item.rejects = rejects
                 summary.warnings += warnings
             if counts is None:
                 continue

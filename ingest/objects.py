@@ -12,6 +12,10 @@ temp file (gunzipped, a protobuf message given the 4-byte length frame of ``form
 handed to the same decode/load path as a local span file, so rejects, dedupe and the rest behave
 identically.
 
+With ``--workers N`` the driver only lists and decides (``plan_objects(fetch=False)``: ``ListedObject``s);
+each stage-1 task GETs its own objects (``fetch_listed``, the same ``_fetch``) into a temp folder of its
+own, so its worker shares nothing with the driver but the store (ingest/parallel.py, docs/scale.md).
+
 pyarrow's ``S3FileSystem`` does the listing and the GET (no boto3: the listing already gives size
 and LastModified, and the ETag comes with the GET's response headers), reading the standard
 ``AWS_*`` variables or profile.
@@ -26,7 +30,9 @@ import struct
 import time
 import uuid
 import zlib
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from types import SimpleNamespace
 
 from spanrl.errors import InputError
 from spanrl.ingest.scan import FINGERPRINT_BYTES, Reject, SpanFile, _fingerprint_fd, _open_file_budget
@@ -55,14 +61,23 @@ def _split(url: str) -> tuple[str, str]:
     return bucket, prefix
 
 
-def open_store(url: str):  # noqa: ANN201 - pyarrow.fs.S3FileSystem, imported lazily (0.1 s)
-    """The S3 file system for ``url`` from the standard AWS settings; an InputError naming what to set
-    when credentials or a place to connect to are missing (rather than a minutes-long metadata probe)."""
-    from pyarrow import fs
+def store_place() -> dict[str, str | None]:
+    """Where this process's settings say the store is: its endpoint and region, nothing secret. A
+    stage-1 task reaches the driver's store with it and the credentials of its own environment."""
+    env = os.environ
+    return {"endpoint": env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL"),
+            "region": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")}
+
+
+def open_store(url: str, place: dict[str, str | None] | None = None):  # noqa: ANN201 - pyarrow.fs.S3FileSystem
+    """The S3 file system for ``url`` from the standard AWS settings (endpoint and region from ``place``
+    when given: a task on the driver's store); an InputError naming what to set when credentials or a
+    place to connect to are missing (rather than a minutes-long metadata probe)."""
+    from pyarrow import fs  # imported lazily (0.1 s)
 
     env = os.environ
-    endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
-    region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+    place = place or store_place()
+    endpoint, region = place["endpoint"], place["region"]
     profile_file = Path(env.get("AWS_SHARED_CREDENTIALS_FILE", Path.home() / ".aws" / "credentials"))
     has_keys = bool(env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"))
     if not (has_keys or env.get("AWS_PROFILE") or profile_file.is_file()):
@@ -136,16 +151,34 @@ def _etag(meta: dict) -> str:
     return str(meta.get("ETag") or meta.get("etag") or "").strip('"')
 
 
-def plan_objects(url: str, lake: Path, state: dict[str, dict], warnings: list[str]) -> list[SpanFile]:
+@dataclass
+class ListedObject(SpanFile):
+    """An object the driver listed and did not fetch (``--workers N``): the stage-1 task that stages it
+    GETs it first (``fetch_listed``). Until then ``size`` and ``end`` are the listed size (what the work
+    is split by) and its format is unknown; the driver records the item the task fetched, not this one."""
+
+    key: str = ""  # bucket/key
+    mtime_ns: int = 0  # LastModified, from the listing
+
+
+def _gone(key: str) -> str:
+    return f"s3://{key}: gone before it could be read; not recorded"
+
+
+def plan_objects(url: str, lake: Path, state: dict[str, dict], warnings: list[str],
+                 fetch: bool = True) -> list[SpanFile]:
     """New or rewritten objects, each fetched to a private temp file held open (``SpanFile.fd``) and
     unlinked at once, so ``close_planned`` frees it. Past the open-file budget the rest wait for the
-    next run (a warning), as local files do."""
+    next run (a warning), as local files do. ``fetch=False`` (``--workers N``): listed only, as
+    ``ListedObject``s the tasks fetch; nothing is held open here, so no budget applies."""
     store = open_store(url)
     infos = list_objects(url, store, warnings)
     todo = []
     for info in infos:
         if not _unchanged(store, info, state.get(f"s3://{info.path}")):
             todo.append(info)  # new, or rewritten under the same key
+    if not fetch:
+        return [_listed(info) for info in todo]
     budget = _open_file_budget(len(todo))
     if len(todo) > budget:
         warnings.append(f"{len(todo) - budget} object(s) left for the next run: no more files can be held open at "
@@ -158,8 +191,25 @@ def plan_objects(url: str, lake: Path, state: dict[str, dict], warnings: list[st
         try:
             plan.append(_fetch(store, info, tmp / f"object-{uuid.uuid4().hex}"))
         except FileNotFoundError:
-            warnings.append(f"s3://{info.path}: gone before it could be read; not recorded")
+            warnings.append(_gone(info.path))
     return plan
+
+
+def _listed(info) -> ListedObject:  # noqa: ANN001 - a pyarrow FileInfo
+    signal = _OBJECT_NAME.search(info.path.rsplit("/", 1)[-1]).group(1)
+    return ListedObject(path=ObjectPath(info.path), size=info.size, fingerprint="", fp_len=0, fmt="unfetched",
+                        signal=signal, active=False, end=info.size, key=info.path, mtime_ns=info.mtime_ns or 0)
+
+
+def fetch_listed(store, item: ListedObject, dst: Path, warnings: list[str]) -> SpanFile | None:  # noqa: ANN001
+    """In a stage-1 task: the object the driver listed, fetched to ``dst`` exactly as ``plan_objects``
+    fetches it (so its recorded size, version and format mean what a one-process run's do); None, with
+    the one-process run's warning, when it is gone since the listing."""
+    try:
+        return _fetch(store, SimpleNamespace(path=item.key, size=item.size, mtime_ns=item.mtime_ns), dst)
+    except FileNotFoundError:
+        warnings.append(_gone(item.key))
+        return None
 
 
 def _fetch(store, info, dst: Path) -> SpanFile:  # noqa: ANN001
