@@ -42,6 +42,7 @@ from spanrl.ingest.scan import (
     write_rows,
 )
 from spanrl.ingest.views import read_sql, render_sql, sql_literal
+from spanrl.workers import task_threads
 
 SLOW_CHUNK_BYTES = 64 << 20
 # read_ndjson's maximum_object_size (per-thread buffers; lines up to ~2x): 16 MiB, 64 MiB for a longer line
@@ -75,8 +76,8 @@ def open_work_connection(cfg: LakeConfig, tmp: Path) -> duckdb.DuckDBPyConnectio
     con.execute(f"SET temp_directory = {sql_literal(tmp)}")
     con.execute("SET preserve_insertion_order = false")
     con.execute("SET enable_progress_bar = false")
-    if cfg.threads:
-        con.execute(f"SET threads = {int(cfg.threads)}")
+    if threads := cfg.threads or task_threads():  # in a Ray task: its CPUs (spanrl/workers.py)
+        con.execute(f"SET threads = {int(threads)}")
     register_any_json(con)  # before otlp_types.sql: its otlp_attrs_deep macro calls it
     con.execute(read_sql("otlp_types"))
     return con
