@@ -78,6 +78,7 @@ def main() -> None:
     p.add_argument("--nights", type=int, default=2, help="nights per run: 1 = a full build only")
     p.add_argument("--kinds", default="local,ray-run,cluster", help="which runs (local, ray-run, cluster, s3)")
     p.add_argument("--s3", action="store_true", help="also measure one process into an S3 root on moto")
+    p.add_argument("--memory-limit", default=None, help="passed to every command (default: spanrl's own)")
     p.add_argument("--dir", type=Path, default=None)
     p.add_argument("--resume", action="store_true")
     p.add_argument("--report-only", action="store_true")
@@ -94,13 +95,13 @@ def main() -> None:
         rounds = rounds * len(sizes) if len(rounds) == 1 else rounds
         for spans, n in zip(sizes, rounds, strict=True):
             kinds = [k for k in args.kinds.split(",") if k] + (["s3"] if args.s3 else [])
-            run_size(root, log, done, spans, n, args.nights, kinds)
+            run_size(root, log, done, spans, n, args.nights, kinds, args.memory_limit)
     report(done, args.window_h)
     print(f"\nresults: {log}")
 
 
 def run_size(root: Path, log: Path, done: list[dict], spans: int, rounds: int, nights: int,
-             kinds: list[str]) -> None:
+             kinds: list[str], memory_limit: str | None) -> None:
     nightly = _load("bench_nightly", "nightly.py")
     rollouts = max(spans // nightly.SPANS_PER_ROLLOUT, 1)
     spans = rollouts * nightly.SPANS_PER_ROLLOUT
@@ -124,13 +125,13 @@ def run_size(root: Path, log: Path, done: list[dict], spans: int, rounds: int, n
         for r in range(1, rounds + 1):
             for kind in kinds:
                 if todo(kind, r):
-                    _run(root, log, done, gen, spans, nights, r, kind, env)
+                    _run(root, log, done, gen, spans, nights, r, kind, env, memory_limit)
         if cluster and any(todo("cluster", r) for r in range(1, rounds + 1)):
             with ray_cluster(root) as (_address, start_s):
                 for r in range(1, rounds + 1):
                     if todo("cluster", r):
                         _run(root, log, done, gen, spans, nights, r, "cluster",
-                             {**env, "RAY_ADDRESS": "auto"}, cluster_start_s=start_s)
+                             {**env, "RAY_ADDRESS": "auto"}, memory_limit, cluster_start_s=start_s)
     finally:
         if s3_env:
             s3_env.__exit__(None, None, None)
@@ -169,7 +170,7 @@ class ray_cluster:  # noqa: N801 (a context manager, used as a function)
 
 
 def _run(root: Path, log: Path, done: list[dict], gen: Path, spans: int, nights: int, r: int, kind: str,
-         env: dict[str, str], cluster_start_s: float | None = None) -> None:
+         env: dict[str, str], memory_limit: str | None, cluster_start_s: float | None = None) -> None:
     from tests.helpers.s3 import new_bucket
 
     data, cache = root / "data", root / "cache"
@@ -177,7 +178,9 @@ def _run(root: Path, log: Path, done: list[dict], gen: Path, spans: int, nights:
     shutil.rmtree(cache, ignore_errors=True)
     target = f"s3://{new_bucket(env)}/night" if kind == "s3" else str(data)
     extra = ["--workers", "2"] if kind in ("ray-run", "cluster") else []
+    extra += ["--memory-limit", memory_limit] if memory_limit else []
     row = {"spans": spans, "round": r, "kind": kind, "id": uuid.uuid4().hex[:8], "nights": [],
+           "memory_limit": memory_limit or "default",
            **({"cluster_start_s": cluster_start_s} if cluster_start_s is not None else {})}
     for night in range(nights):
         busy0 = _busy_s()
@@ -186,8 +189,11 @@ def _run(root: Path, log: Path, done: list[dict], gen: Path, spans: int, nights:
                              capture_output=True, text=True, check=True,
                              env={**os.environ, **env, "SPANRL_CACHE": str(cache), "COLUMNS": "200"})
         res = json.loads(out.stdout.strip().splitlines()[-1])
-        if res["rc"] != 0:
-            raise SystemExit(f"{kind} night {night + 1} at {spans:,} spans failed:\n{res['err']}")
+        if res["rc"] != 0:  # recorded (e.g. out of memory at this size), and the run's later nights skipped
+            error = next((line for line in res["err"].splitlines() if line.startswith("Error:")), res["err"][-300:])
+            row["nights"].append({"night": night + 1, "rc": res["rc"], "seconds": res["seconds"], "error": error})
+            print(f"  round {r} {kind:<8} night {night + 1} failed after {res['seconds']:.1f} s: {error[:200]}")
+            break
         stage2 = {} if kind == "s3" else _stage2(data)
         row["nights"].append({"night": night + 1, "seconds": res["seconds"], "machine_cpu_s": _busy_s() - busy0,
                               "cpu_s": res["cpu_s"], "rss_mb": res["rss_mb"],
@@ -196,7 +202,7 @@ def _run(root: Path, log: Path, done: list[dict], gen: Path, spans: int, nights:
     done.append(row)
     with open(log, "a") as fh:
         fh.write(json.dumps(row) + "\n")
-    print(f"  round {r} {kind:<8} " + "  ".join(
+    print(f"  round {r} {kind:<8} " + "  ".join(f"night {n['night']}: failed" if n.get("rc") else
         f"night {n['night']}: {n['seconds']:6.2f} s wall {n['machine_cpu_s']:6.2f} s CPU {n['rss_mb']:5.0f} MB"
         f" ({n['stage2'].get('mode', '?')}{_shards(n)})" for n in row["nights"]), flush=True)
 
@@ -234,7 +240,8 @@ def _busy_s() -> float:
 
 def _median(rows: list[dict], spans: int, kind: str, night: int, key: str) -> float | None:
     vals = [r["nights"][night][key] for r in rows if r["spans"] == spans and r["kind"] == kind
-            and len(r["nights"]) > night and r["nights"][night].get(key) is not None]
+            and len(r["nights"]) > night and not r["nights"][night].get("rc")
+            and r["nights"][night].get(key) is not None]
     return statistics.median(vals) if vals else None
 
 
@@ -279,6 +286,11 @@ def report(rows: list[dict], window_h: float) -> None:
     sizes = sorted({r["spans"] for r in rows})
     kinds = [k for k in ("local", "ray-run", "cluster", "s3") if any(r["kind"] == k for r in rows)]
     nights = max(len(r["nights"]) for r in rows)
+    for r in rows:
+        for n in r["nights"]:
+            if n.get("rc"):
+                print(f"{r['kind']} at {r['spans']:,} spans, night {n['night']}, round {r['round']} (memory limit "
+                      f"{r.get('memory_limit', 'default')}): failed after {n['seconds']:.0f} s: {n['error'][:160]}")
     for night in range(nights):
         label = "night 1 (full build)" if night == 0 else f"night {night + 1} (incremental)"
         print(f"\n{label}: medians; wall s / machine CPU s / driver RSS MB; ratio = one process / this kind")
