@@ -117,7 +117,7 @@ def run_size(root: Path, log: Path, done: list[dict], spans: int, rounds: int, n
         if not sorted((gen / str(night)).glob("*.jsonl")):
             shutil.rmtree(gen / str(night), ignore_errors=True)
             nightly.write_night(gen / str(night), night, rollouts)
-    mb = sum(f.stat().st_size for f in gen.rglob("*.jsonl")) / 1e6 / nights
+    mb = sum(f.stat().st_size for n in range(nights) for f in (gen / str(n)).glob("*.jsonl")) / 1e6 / nights
     print(f"\n{spans:,} spans a night ({mb:.0f} MB), {nights} night(s), {rounds} round(s)", flush=True)
     s3_env = _s3() if s3 else None
     env = {**(s3_env.__enter__() if s3_env else {}), "RAY_ADDRESS": ""}
@@ -326,6 +326,9 @@ def _projection(rows: list[dict], sizes: list[int], window_h: float) -> None:
     fixed = [(w - b) for k in ("cluster",) if (w := _median(rows, small, k, 0, "seconds")) is not None
              and (b := _median(rows, small, "local", 0, "seconds")) is not None]
     if not (one and machine and driver):
+        return
+    if small == big:
+        print("\n(no projection: it needs the fixed cost from a smaller size in the same run)")
         return
     over, workers = (fixed[0] if fixed else 0.0), max(machine - driver, 0.0)
     print(f"\nprojection to N nodes from {big:,} spans (night 1): one process {one:.1f} s; on the cluster, the driver "

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from spanrl.errors import InputError
+from spanrl.errors import InputError, resource_trouble
 
 
 class WorkerFailed(click.ClickException):
@@ -61,6 +61,11 @@ def worker_pool(workers: int | None) -> Iterator[Mapper]:
         try:
             return ray.get([task.remote(fn, *args) for args in calls])
         except ray.exceptions.RayError as exc:
+            cause = getattr(exc, "cause", None)  # a RayTaskError carries the task's own exception
+            if cause is not None and resource_trouble(cause):
+                # the machine's trouble (out of memory under --memory-limit, a full disk): the stage's
+                # own message says what to do, where "re-run" would fail the same way again
+                raise cause from None
             raise WorkerFailed(f"a Ray task of {fn.__module__}.{fn.__name__} failed, so this step publishes "
                                f"nothing; re-run the command (it starts from the last published state).\n"
                                f"{str(exc).strip().splitlines()[-1][:500]}") from None

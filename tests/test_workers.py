@@ -44,6 +44,19 @@ def _duckdb_threads(tmp: str) -> tuple[int | None, int]:
         con.close()
 
 
+def _out_of_memory(tmp: str) -> None:
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET memory_limit = '1MB'")
+    con.execute(f"SET temp_directory = '{tmp}'")
+    con.execute("SELECT list(range) FROM range(10000000)").fetchall()  # a list cannot spill
+
+
+def _fails() -> None:
+    raise ValueError("not the machine's trouble")
+
+
 def test_a_ray_tasks_duckdb_runs_on_the_tasks_cpus_not_every_core(tmp_path: Path, monkeypatch) -> None:
     """Two tasks on one 2-core node each ran DuckDB on every core (4 threads on 2 cores): the shards
     then took 1.2-1.4x one process's CPU (bench/scale.py). A task's DuckDB now gets the one CPU Ray
@@ -51,13 +64,21 @@ def test_a_ray_tasks_duckdb_runs_on_the_tasks_cpus_not_every_core(tmp_path: Path
     import pytest
 
     ray = pytest.importorskip("ray")
-    from spanrl.workers import TASK_CPUS, worker_pool
+    from spanrl.workers import TASK_CPUS, WorkerFailed, worker_pool
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # tests/ is not importable in a worker
     monkeypatch.setenv("RAY_ADDRESS", "")  # a local Ray for this test, never a cluster the machine may have
     try:
         with worker_pool(2) as run:
             inside = run(_duckdb_threads, [(str(tmp_path / "a"),), (str(tmp_path / "b"),)])
+            import duckdb
+
+            # a task out of memory is the stage's own out-of-memory error (its message names --memory-limit),
+            # not "a Ray task failed, re-run the command": the re-run would fail the same way
+            with pytest.raises(duckdb.OutOfMemoryException, match="Out of Memory"):
+                run(_out_of_memory, [(str(tmp_path / "d"),)])
+            with pytest.raises(WorkerFailed, match="_fails"):
+                run(_fails, [()])
     finally:
         ray.shutdown()
     assert inside == [(TASK_CPUS, TASK_CPUS)] * 2
