@@ -14,7 +14,8 @@ round:
               run by contract (a pool of one runs in the process), against a cluster or not.
   * ray-run:  the same with ``--workers 2`` and no ``RAY_ADDRESS``: a local Ray started and stopped by
               each command (the start-up every run pays).
-  * s3:       (``--s3``) one process into a fresh ``s3://`` root on moto's S3 server on loopback.
+  * s3:       (``--s3``) one process into a fresh ``s3://`` root on moto's S3 server on loopback; then
+              ``spanrl sql`` over its last night from an empty cache prints the bytes it fetched.
   * cluster:  ``--workers 2`` with ``RAY_ADDRESS`` naming a cluster this script starts once per size
               (``ray start --head --num-cpus 2``) and stops after that size's cluster rounds, so that
               its idle daemons do not load the other kinds' runs.
@@ -121,6 +122,7 @@ def run_size(root: Path, log: Path, done: list[dict], spans: int, rounds: int, n
     print(f"\n{spans:,} spans a night ({mb:.0f} MB), {nights} night(s), {rounds} round(s)", flush=True)
     s3_env = _s3() if s3 else None
     env = {**(s3_env.__enter__() if s3_env else {}), "RAY_ADDRESS": ""}
+    os.environ.update({k: v for k, v in env.items() if k.startswith("AWS_")})  # boto3 here: new_bucket
     try:
         for r in range(1, rounds + 1):
             for kind in kinds:
@@ -198,6 +200,9 @@ def _run(root: Path, log: Path, done: list[dict], gen: Path, spans: int, nights:
         row["nights"].append({"night": night + 1, "seconds": res["seconds"], "machine_cpu_s": _busy_s() - busy0,
                               "cpu_s": res["cpu_s"], "rss_mb": res["rss_mb"],
                               "stage1_s": _stage1_s(res["err"] + res["out"]), "stage2": stage2})
+    if kind == "s3" and not any(n.get("rc") for n in row["nights"]):
+        row["sql_fetched"] = _sql_fetched(target, nights, {**os.environ, **env, "SPANRL_CACHE": str(root / "cache-sql")})
+        print(f"  round {r} s3 sql over the last night, from an empty cache: {row['sql_fetched']}", flush=True)
     shutil.rmtree(data, ignore_errors=True)
     done.append(row)
     with open(log, "a") as fh:
@@ -205,6 +210,17 @@ def _run(root: Path, log: Path, done: list[dict], gen: Path, spans: int, nights:
     print(f"  round {r} {kind:<8} " + "  ".join(f"night {n['night']}: failed" if n.get("rc") else
         f"night {n['night']}: {n['seconds']:6.2f} s wall {n['machine_cpu_s']:6.2f} s CPU {n['rss_mb']:5.0f} MB"
         f" ({n['stage2'].get('mode', '?')}{_shards(n)})" for n in row["nights"]), flush=True)
+
+
+def _sql_fetched(target: str, nights: int, env: dict[str, str]) -> str:
+    """``spanrl sql`` on the S3 root over its last night, as a fresh machine runs it (an empty cache):
+    the line where it prints the bytes it fetched against the root's (spanrl/inplace.py)."""
+    shutil.rmtree(env["SPANRL_CACHE"], ignore_errors=True)
+    query = f"select name, count(*) AS n from spans where date = '2026-01-{nights:02d}' group by 1 order by 1"
+    res = subprocess.run([sys.executable, "-m", "spanrl", "sql", "--data", target, query], capture_output=True,
+                         text=True, env=env)
+    return next((line for line in res.stderr.splitlines() if line.startswith("spanrl: fetched")),
+                f"(exit {res.returncode}: {res.stderr.strip()[-200:]})")
 
 
 def _stage1_s(out: str) -> float | None:
@@ -312,6 +328,9 @@ def report(rows: list[dict], window_h: float) -> None:
         for k in ("ray-run", "cluster"):
             if k in kinds:
                 print(f"  {k}: {_crossing(rows, sizes, k, night)}")
+    for r in rows:
+        if r.get("sql_fetched"):
+            print(f"s3 root, {r['spans']:,} spans a night x {len(r['nights'])}, round {r['round']}: {r['sql_fetched']}")
     _projection(rows, sizes, window_h)
 
 
