@@ -129,7 +129,7 @@ def run_size(root: Path, log: Path, done: list[dict], spans: int, rounds: int, n
                 if todo(kind, r):
                     _run(root, log, done, gen, spans, nights, r, kind, env, memory_limit)
         if cluster and any(todo("cluster", r) for r in range(1, rounds + 1)):
-            with ray_cluster(root) as (_address, start_s):
+            with ray_cluster() as start_s:  # RAY_ADDRESS=auto finds it (its own IP, not 127.0.0.1, on this VM)
                 for r in range(1, rounds + 1):
                     if todo("cluster", r):
                         _run(root, log, done, gen, spans, nights, r, "cluster",
@@ -148,11 +148,11 @@ def _s3():
 class ray_cluster:  # noqa: N801 (a context manager, used as a function)
     """``ray start --head`` once, on a free port with its own temp folder; ``ray stop`` at the end."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))  # Ray's socket paths must stay short
         self.ray = str(Path(sys.executable).parent / "ray")
 
-    def __enter__(self) -> tuple[str, float]:
+    def __enter__(self) -> float:
         import socket
 
         with socket.socket() as s:
@@ -164,7 +164,7 @@ class ray_cluster:  # noqa: N801 (a context manager, used as a function)
                         "--temp-dir", str(self.tmp)], check=True, capture_output=True)
         start_s = time.perf_counter() - t
         print(f"  a Ray cluster started once ({start_s:.1f} s): 127.0.0.1:{port}", flush=True)
-        return f"127.0.0.1:{port}", start_s
+        return start_s
 
     def __exit__(self, *exc: object) -> None:
         subprocess.run([self.ray, "stop", "--force"], capture_output=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import duckdb
+import pytest
 from click.testing import CliRunner
 
 from spanrl.cli import cli
@@ -45,8 +47,6 @@ def _duckdb_threads(tmp: str) -> tuple[int | None, int]:
 
 
 def _out_of_memory(tmp: str) -> None:
-    import duckdb
-
     con = duckdb.connect()
     con.execute("SET memory_limit = '1MB'")
     con.execute(f"SET temp_directory = '{tmp}'")
@@ -58,11 +58,9 @@ def _fails() -> None:
 
 
 def test_a_ray_tasks_duckdb_runs_on_the_tasks_cpus_not_every_core(tmp_path: Path, monkeypatch) -> None:
-    """Two tasks on one 2-core node each ran DuckDB on every core (4 threads on 2 cores): the shards
-    then took 1.2-1.4x one process's CPU (bench/scale.py). A task's DuckDB now gets the one CPU Ray
-    reserved for it; outside a task the default (every core) is unchanged."""
-    import pytest
-
+    """Two tasks on one 2-core node each ran DuckDB on every core (4 threads on 2 cores): they then
+    took 117.6 CPU s where one process took 76.3 (bench/scale.py, 600k spans). A task's DuckDB now gets
+    the one CPU Ray reserved for it; outside a task the default (every core) is unchanged."""
     ray = pytest.importorskip("ray")
     from spanrl.workers import TASK_CPUS, WorkerFailed, worker_pool
 
@@ -71,8 +69,6 @@ def test_a_ray_tasks_duckdb_runs_on_the_tasks_cpus_not_every_core(tmp_path: Path
     try:
         with worker_pool(2) as run:
             inside = run(_duckdb_threads, [(str(tmp_path / "a"),), (str(tmp_path / "b"),)])
-            import duckdb
-
             # a task out of memory is the stage's own out-of-memory error (its message names --memory-limit),
             # not "a Ray task failed, re-run the command": the re-run would fail the same way
             with pytest.raises(duckdb.OutOfMemoryException, match="Out of Memory"):
@@ -82,7 +78,5 @@ def test_a_ray_tasks_duckdb_runs_on_the_tasks_cpus_not_every_core(tmp_path: Path
     finally:
         ray.shutdown()
     assert inside == [(TASK_CPUS, TASK_CPUS)] * 2
-    import duckdb
-
     assert _duckdb_threads(str(tmp_path / "c")) == (None, duckdb.connect().execute(
         "SELECT current_setting('threads')").fetchone()[0])
