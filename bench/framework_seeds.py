@@ -157,7 +157,8 @@ def one(agent: str, path: str, seed: int, a: argparse.Namespace) -> dict:
     out = data / "eval"
     step("eval", lambda: run([*SPANRL, "eval", "--data", str(data), "--tasks", str(held), "--model", str(a.model),
                               "--served-model-name", MODEL_NAME, "--policy", "base", "--policy", "LATEST",
-                              "--n", str(a.eval_samples), "--score", score_cmd(), "--out", str(out), "--",
+                              "--n", str(a.eval_samples), "--score", score_cmd(), "--out", str(out),
+                              "--timeout", "900s", "--",
                               *agent_cmd(agent, False)], data))
     doc = json.loads((out / "eval.json").read_text())
     (cmp,) = doc["comparisons"]
