@@ -49,6 +49,7 @@ from spanrl.ingest.lakeio import (
     write_intent,
 )
 from spanrl.ingest.views import read_sql, sql_literal
+from spanrl.memory import resolve_memory_limit
 from spanrl.publish import fsync_path
 
 JOURNAL = "_compacted.jsonl"
@@ -140,7 +141,7 @@ def _connect(lake: Path, memory_limit: str) -> duckdb.DuckDBPyConnection:
     spill = lake / "_tmp"
     spill.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect()
-    con.execute(f"SET memory_limit = {sql_literal(memory_limit)}")
+    con.execute(f"SET memory_limit = {sql_literal(resolve_memory_limit(memory_limit))}")
     con.execute(f"SET temp_directory = {sql_literal(spill)}")
     con.execute("SET enable_progress_bar = false")
     return con

@@ -17,6 +17,7 @@ import click
 
 from spanrl.config import check_choices, knob
 from spanrl.errors import InputError
+from spanrl.memory import AUTO, resolve_memory_limit
 from spanrl.options import DEFAULT_DATA, check_keep
 
 HOUSEKEEPING_KEYS = ("keep_days", "keep_snapshots")  # say what to delete after a run, not how rows are made
@@ -30,7 +31,9 @@ class RunConfig:
     config_file: Path | None = knob(None, "spanrl.toml with [ingest], [air] and [[conventions]] (default: "
                                     "DATA/spanrl.toml if present, then ./spanrl.toml).", flag="--config",
                                     click_type=click.Path(dir_okay=False, path_type=Path))
-    memory_limit: str = knob("2GB", "DuckDB memory limit; spills to disk beyond.")
+    memory_limit: str = knob(AUTO, "DuckDB memory limit; spills to disk beyond. auto: half of the memory this "
+                             "process can have (RAM, or its cgroup's limit), a Ray task's share inside a task, "
+                             "at least 1GB; or a size DuckDB reads (2GB, 512MB, 80%).")
     threads: int | None = knob(None, "DuckDB threads (default: all cores; inside a Ray task, its CPUs).")
     workers: int | None = knob(None, "Run stage 1 per group of span files as N Ray tasks (RAY_ADDRESS joins a "
                                "cluster, else a local one is started); same lake, same snapshot hash. Needs "
@@ -85,7 +88,7 @@ def check_memory_limit(value: str) -> None:
         raise InputError(f"--memory-limit {value!r}: a memory size cannot be negative; write it like 2GB, 512MB or 80%")
     con = scratch()  # the process's bookkeeping database: its limit is set, read back and reset
     try:
-        con.execute(f"SET memory_limit = {sql_literal(str(value))}")
+        con.execute(f"SET memory_limit = {sql_literal(resolve_memory_limit(value))}")
         limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
     except duckdb.OutOfMemoryException:  # not even this query runs under it
         limit = None

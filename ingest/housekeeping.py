@@ -24,7 +24,7 @@ from spanrl.ingest.prune import PruneSummary, drop_partitions, finish_prune, pla
 from spanrl.options import check_keep
 
 
-def compact_lake(data: Path, min_files: int = 2, dry_run: bool = False, memory_limit: str = "2GB") -> CompactSummary:
+def compact_lake(data: Path, min_files: int = 2, dry_run: bool = False, memory_limit: str = "auto") -> CompactSummary:
     """Rewrite every partition of ``data``'s lake holding >= ``min_files`` Parquet files as one file.
 
     Holds the lake writer lock (a running ingest or build makes this exit 2 at once) and first

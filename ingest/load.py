@@ -42,6 +42,7 @@ from spanrl.ingest.scan import (
     write_rows,
 )
 from spanrl.ingest.views import read_sql, render_sql, sql_literal
+from spanrl.memory import resolve_memory_limit
 from spanrl.workers import task_threads
 
 SLOW_CHUNK_BYTES = 64 << 20
@@ -72,7 +73,7 @@ class LakeSummary:
 def open_work_connection(cfg: LakeConfig, tmp: Path) -> duckdb.DuckDBPyConnection:
     """DuckDB for loading: bounded memory, spilling to ``tmp``, OTLP types and macros registered."""
     con = duckdb.connect()
-    con.execute(f"SET memory_limit = {sql_literal(cfg.memory_limit)}")
+    con.execute(f"SET memory_limit = {sql_literal(resolve_memory_limit(cfg.memory_limit))}")
     con.execute(f"SET temp_directory = {sql_literal(tmp)}")
     con.execute("SET preserve_insertion_order = false")
     con.execute("SET enable_progress_bar = false")

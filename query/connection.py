@@ -26,6 +26,7 @@ from spanrl.ingest.lake import (
     register_dataset,
 )
 from spanrl.layout import lake_dir
+from spanrl.memory import resolve_memory_limit
 from spanrl.sqlfiles import sql_literal
 
 
@@ -42,7 +43,7 @@ def connect(data: Path, stage2: bool = True, memory_limit: str | None = None,
     computing = False  # computing the stage-2 relations of a lake no build has materialised
     try:
         if memory_limit is not None:  # before anything below locks the configuration
-            con.execute(f"SET memory_limit = {sql_literal(memory_limit)}")
+            con.execute(f"SET memory_limit = {sql_literal(resolve_memory_limit(memory_limit))}")
         if threads is not None:
             con.execute(f"SET threads = {int(threads)}")
         register_call_views(con, data)

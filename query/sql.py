@@ -309,7 +309,7 @@ def check_out_path(data: Path, out: Path) -> None:
 
 
 def sql_command(data: Path, query: str | None, sql_file: Path | None, fmt: str, out: Path | None,
-                memory_limit: str = "2GB") -> None:
+                memory_limit: str = "auto") -> None:
     """What ``spanrl sql`` does: pick the query (argument, -f FILE, piped stdin, else the prompt),
     note an empty lake, run it read-only under ``memory_limit`` and write the result."""
     from spanrl.ingest.config import check_memory_limit

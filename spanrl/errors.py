@@ -17,6 +17,8 @@ from pathlib import Path
 
 import click
 
+from spanrl.memory import describe_memory_limit
+
 
 class InputError(Exception):
     """Bad usage or bad input: the message says what was wrong and what to do."""
@@ -60,7 +62,7 @@ def stops_on_resource_trouble(where: str, memory_limit: str, root: Path | str, s
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         todo = {
-            "memory": f"DuckDB ran out of memory under --memory-limit {memory_limit} ({first}). {state} If the "
+            "memory": f"DuckDB ran out of memory under --memory-limit {describe_memory_limit(memory_limit)} ({first}). {state} If the "
                       "machine has the memory, raise the limit (--memory-limit, or memory_limit under [ingest] in "
                       "spanrl.toml).",
             "disk": f"{first}. {state} Free space on the file system of {root} and run it again.",

@@ -87,6 +87,13 @@ def task_threads() -> int | None:
     return int(value) if value else None
 
 
+def task_share() -> float:
+    """The part of the node this process may take: a Ray task's CPUs out of the node's (its share of the
+    node's memory, ``spanrl/memory.py``), 1.0 outside a task."""
+    threads = task_threads()
+    return min(1.0, threads / (os.cpu_count() or 1)) if threads else 1.0
+
+
 def split_evenly(sizes: Sequence[int], groups: int) -> list[list[int]]:
     """Indexes of ``sizes`` in ``groups`` bins of about equal total (largest first, into the lightest
     bin), each bin in index order; empty bins dropped."""

@@ -76,7 +76,7 @@ def test_a_sql_key_sets_the_default_and_a_flag_beats_it(tmp_path: Path, monkeypa
 
 def test_sql_defaults_come_from_the_knobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (_data, _query, _file, fmt, out, memory_limit), _ = _sql(tmp_path, monkeypatch, None)
-    assert (fmt, out, memory_limit) == ("table", None, "2GB")
+    assert (fmt, out, memory_limit) == ("table", None, "auto")
     assert default_of(SqlConfig, "memory_limit") == default_of(RunConfig, "memory_limit")  # one home
 
 
@@ -114,7 +114,7 @@ def test_a_lake_key_sets_the_default_and_a_flag_beats_it(tmp_path: Path, monkeyp
     _args, kw = _compact(tmp_path, monkeypatch, toml, "--min-files", "3", "--memory-limit", "512MB", "--dry-run")
     assert (kw["min_files"], kw["memory_limit"], kw["dry_run"]) == (3, "512MB", True)
     _args, kw = _compact(tmp_path, monkeypatch, "")
-    assert (kw["min_files"], kw["memory_limit"]) == (2, "2GB")
+    assert (kw["min_files"], kw["memory_limit"]) == (2, "auto")
 
 
 def test_lake_gc_keep_days_from_the_file_and_the_flag(tmp_path: Path) -> None:

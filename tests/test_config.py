@@ -29,7 +29,7 @@ MANIFEST_CONFIG = {
     "data": "spanrl-data", "input": None, "no_transitions": False, "rebuild": False, "agent": None,
     "rollout_key": None, "task_key": None, "credit": "identical", "gamma": 0.95, "advantage": "group",
     "missing_reward": "drop", "include_eval": False, "hierarchy_repair": True, "settle_s": 600.0,
-    "memory_limit": "2GB", "threads": None, "workers": None, "reward_keys": [], "config_file": None,
+    "memory_limit": "auto", "threads": None, "workers": None, "reward_keys": [], "config_file": None,
 }
 
 

@@ -9,6 +9,7 @@ import duckdb
 
 from spanrl.ingest.lake import coverage_sql, lock_down, open_for_builder  # stage 1's API
 from spanrl.layout import feedback_dir, lake_dir
+from spanrl.memory import resolve_memory_limit
 from spanrl.sqlfiles import sql_literal
 from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.incremental import traces_table_sql
@@ -23,7 +24,7 @@ def open_lake(cfg: BuildConfig) -> duckdb.DuckDBPyConnection:
     con = open_for_builder(cfg.data, cfg.config_file)  # stage 2 creates llm_calls / tool_calls as tables
     spill = lake_dir(cfg.data) / "_tmp"
     spill.mkdir(parents=True, exist_ok=True)
-    con.execute(f"SET memory_limit = {sql_literal(cfg.memory_limit)}")
+    con.execute(f"SET memory_limit = {sql_literal(resolve_memory_limit(cfg.memory_limit))}")
     con.execute(f"SET temp_directory = {sql_literal(spill)}")
     if threads := cfg.threads or task_threads():  # in a Ray task: its CPUs (spanrl/workers.py)
         con.execute(f"SET threads = {int(threads)}")

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from spanrl.cli import cli
+from spanrl.memory import resolve_memory_limit
 from tests.ingest.otlp_lines import new_span_id, new_trace_id, span, trace_line, write_lines
 
 
@@ -162,8 +163,8 @@ def test_out_to_a_bad_path_is_exit_2(data, tmp_path) -> None:
 
 
 def test_the_memory_limit_is_applied_and_cannot_be_raised_from_sql(data) -> None:
-    """spanrl sql runs under --memory-limit (default 2GB): DuckDB reports it, a query cannot lift it,
-    and a value DuckDB refuses is exit 2."""
+    """spanrl sql runs under --memory-limit (default auto: spanrl/memory.py): DuckDB reports it, a query
+    cannot lift it, and a value DuckDB refuses is exit 2."""
     def setting(*flags: str) -> str:
         res = CliRunner().invoke(cli, ["sql", "--data", str(data), "--format", "csv", *flags,
                                        "select current_setting('memory_limit') as m"])
@@ -171,7 +172,9 @@ def test_the_memory_limit_is_applied_and_cannot_be_raised_from_sql(data) -> None
         return res.output.strip().splitlines()[-1]
 
     default, small = setting(), setting("--memory-limit", "300MB")
-    assert default.startswith("1.8") and "GiB" in default  # 2 GB in DuckDB's units
+    auto = duckdb.connect()
+    auto.execute(f"SET memory_limit = '{resolve_memory_limit('auto')}'")
+    assert default == auto.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
     assert small.startswith("286") and "MiB" in small
     lifted = CliRunner().invoke(cli, ["sql", "--data", str(data), "SET memory_limit = '100GB'"])
     assert lifted.exit_code == 2
