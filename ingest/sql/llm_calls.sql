@@ -11,7 +11,7 @@
 -- equal content; identical parallel twins are paired in start order; a group joins only when every
 -- pair of its members matches). The row's content comes from the member with messages, preferring the
 -- client side and the richest convention, each missing field (tools, tokens, token ids) from the
--- others; its place (trace, span) from a member inside an agent tree over a trace-root call span.
+-- others, but the tools from a server member where one recorded them (what the engine rendered); its place (trace, span) from a member inside an agent tree over a trace-root call span.
 -- merged_spans lists every other member span, so no merge is silent.
 -- agent_name: the nearest span at or above the call that is an agent (invoke_agent /
 -- gen_ai.agent.name, OpenInference AGENT, agent.name, traceloop.span.kind = agent, a LangGraph node);
@@ -239,7 +239,10 @@ multi AS (  -- a call seen twice or more: the best-ranked member, filled in from
            coalesce(arg_min(m_model, rank_key), any_value(m_model)) AS model,
            arg_min(input_messages, rank_key) AS input_messages,
            coalesce(arg_min(output_message, rank_key), any_value(output_message)) AS output_message,
-           coalesce(arg_min(tools, rank_key), any_value(tools)) AS tools,
+           -- the tools the engine rendered into the prompt (a server member's record, verbatim) before the
+           -- clients': GenAI's gen_ai.tool.definitions has no place for a function's `strict`, so the
+           -- client's copy would train on a tool list the model was not shown
+           coalesce(arg_min(tools, rank_key) FILTER (WHERE rank_key.server), arg_min(tools, rank_key)) AS tools,
            coalesce(arg_min(m_finish, rank_key), any_value(m_finish)) AS finish_reason,
            coalesce(arg_min(m_input_tokens, rank_key), any_value(m_input_tokens)) AS input_tokens,
            coalesce(arg_min(m_output_tokens, rank_key), any_value(m_output_tokens)) AS output_tokens,

@@ -88,3 +88,25 @@ def test_one_engine_transition_per_request_and_train_uses_them_all(run) -> None:
     assert state["data"]["engine"] == served and state["data"]["rows"] == served, state["data"]
     assert not any(state["data"].get(k) for k in ("template_error", "template_mismatch", "bad_token_ids", "empty",
                                                    "no_prompt")), state["data"]
+
+
+def test_the_text_path_renders_the_prompt_the_engine_saw(run) -> None:
+    """Re-rendering each transition's messages and tools with the model's template (the trainer's text
+    path, ``trainer/render.py``) gives the engine's own prompt ids: the row holds what the model was shown.
+    The Agents SDK marks every handoff tool ``strict``; GenAI's ``gen_ai.tool.definitions`` has no place
+    for it, so a row that took the client's tool list rendered another prompt (68 of 68 rows of the live
+    SmolLM2 run, before the engine's record of the tools came first)."""
+    from transformers import AutoTokenizer
+
+    from spanrl.trainer.render import render_prompt
+    from spanrl.transitions import read_snapshot
+
+    data, model = run
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    rows = read_snapshot(data)[0].to_pylist()
+    with_tools = [r for r in rows if r["tools"]]
+    assert with_tools, "no call offered tools: the check below would not see a tool list"
+    differ = [(r["agent_name"], r["span_id"]) for r in rows
+              if render_prompt(tokenizer, json.loads(r["prompt_messages"]), json.loads(r["tools"] or "null"))
+              != r["prompt_token_ids"]]
+    assert not differ, differ
