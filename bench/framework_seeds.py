@@ -83,6 +83,13 @@ def agent_cmd(agent: str, zero_code: bool) -> list[str]:
     return [INSTRUMENT, PY, script] if zero_code else [PY, script]
 
 
+# Without telemetry from outside (the gateway path, spanrl eval), the Agents SDK still exports its own traces
+# to OpenAI's platform, which cannot be reached from here: each attempt then retried for minutes at exit and
+# some exited 1 ("Tracing: max retries reached"). A user without that platform sets the SDK's documented switch;
+# the agent's code is unchanged. (Under opentelemetry-instrument, OpenInference's processor replaces the export.)
+PLAIN_ENV = {"agents_sdk_agent": {"OPENAI_AGENTS_DISABLE_TRACING": "1"}}
+
+
 def score_cmd() -> str:
     return f"{PY} {ROOT / 'examples' / 'score_number.py'}"
 
@@ -123,7 +130,7 @@ def rollouts(data: Path, agent: str, path: str, tasks: Path, n: int, model: Path
         wait_health(f"http://127.0.0.1:{serve_port}/health", serve)
         wait_health(f"http://127.0.0.1:{gw_port}/health", gateway)
         run([*SPANRL, "rollout", *common, "--policy-url", f"http://127.0.0.1:{gw_port}/v1", "--",
-             *agent_cmd(agent, False)], data)
+             *agent_cmd(agent, False)], data, PLAIN_ENV.get(agent))
     finally:
         for proc in (gateway, serve):
             proc.terminate()
@@ -159,7 +166,7 @@ def one(agent: str, path: str, seed: int, a: argparse.Namespace) -> dict:
                               "--served-model-name", MODEL_NAME, "--policy", "base", "--policy", "LATEST",
                               "--n", str(a.eval_samples), "--score", score_cmd(), "--out", str(out),
                               "--timeout", "900s", "--",
-                              *agent_cmd(agent, False)], data))
+                              *agent_cmd(agent, False)], data, PLAIN_ENV.get(agent)))
     doc = json.loads((out / "eval.json").read_text())
     (cmp,) = doc["comparisons"]
     base, trained = (doc["policies"][cmp[k]] for k in ("baseline", "candidate"))
