@@ -61,6 +61,7 @@ from spanrl.demo.procs import (
     port_open,
     run_step,
     spanrl_command,
+    stopped_helpers,
     wait_until,
 )
 from spanrl.demo.progress import LineProgress
@@ -85,6 +86,7 @@ class Demo:
         self.current_val: float | None = None  # validation reward of the policy now served
         self.current_val_file: Path | None = None  # its validation result lines (the gate's baseline)
         self.started = time.monotonic()
+        self.helpers: dict[str, subprocess.Popen] = {}  # the collector and serve run() started
 
     def first_cycle(self) -> int:
         """Cycles continue from the last recorded one (or, for older data roots, the adapters trained)."""
@@ -117,6 +119,7 @@ class Demo:
             wait_until(lambda: http_get(f"http://127.0.0.1:{serve}/health")[0] == 200, "serve", server,
                        self.logs / "serve.log", 600)
             self.serve_url, self.otlp_url = f"http://127.0.0.1:{serve}", f"http://127.0.0.1:{otlp}"
+            self.helpers = {"collector": collector, "serve": server}
             start = self.first_cycle()
             self.last = start + self.cfg.cycles
             for cycle in range(start, self.last):
@@ -155,7 +158,15 @@ class Demo:
         todo = [p for p in phases if not p.out.is_file()]  # a resumed cycle skips the phases it finished
         started = time.monotonic()
         if todo:
-            run_phases(todo, self.cfg, f"c{cycle}-{int(time.time())}", self.otlp_url, f"{self.serve_url}/v1", progress)
+            try:
+                run_phases(todo, self.cfg, f"c{cycle}-{int(time.time())}", self.otlp_url, f"{self.serve_url}/v1",
+                           progress)
+            except Exception as exc:
+                if gone := stopped_helpers(self.helpers, self.logs):
+                    raise RuntimeError(f"cycle {cycle}'s rollouts failed because {gone}. Finished cycles are kept: run "
+                                       f"the same `spanrl demo --data {self.data}` again to resume.\n"
+                                       f"{str(exc).splitlines()[0]}") from exc
+                raise
         return time.monotonic() - started
 
     def _held_out(self, cycle: int) -> tuple[Path, Path]:

@@ -67,6 +67,27 @@ def wait_until(check, what: str, proc: subprocess.Popen, log: Path, timeout_s: f
     raise RuntimeError(f"{what}: not ready after {timeout_s:.0f} s; see {log}\n{tail(log)}")
 
 
+def exit_words(code: int) -> str:
+    """A process's exit status in words: a signal by name, SIGKILL with its commonest cause."""
+    if code >= 0:
+        return f"exited with {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    oom = " (the kernel's out-of-memory killer sends it when the machine runs out of memory: `dmesg` says so)"
+    return f"was killed by {name}" + (oom if -code == signal.SIGKILL else "")
+
+
+def stopped_helpers(procs: dict[str, subprocess.Popen], log_dir: Path) -> str:
+    """What stopped among the background helpers (``name -> process``), in words with their logs;
+    "" while all of them run. A rollout phase that fails because its server is gone says this, not
+    only the agents' "Connection error"."""
+    gone = [f"the {name} process (pid {proc.pid}) {exit_words(proc.returncode)}; see {log_dir / (name + '.log')}"
+            for name, proc in procs.items() if proc.poll() is not None]
+    return "; ".join(gone)
+
+
 def http_post_json(url: str, body: dict[str, Any], timeout: float = 600.0) -> tuple[int, str]:
     """POST a JSON body -> (status, text); (0, error) when nothing answers."""
     import json
