@@ -42,8 +42,7 @@ from spanrl.ingest.scan import (
     write_rows,
 )
 from spanrl.ingest.views import read_sql, render_sql, sql_literal
-from spanrl.memory import resolve_memory_limit
-from spanrl.workers import task_threads
+from spanrl.memory import resolve_memory_limit, task_threads
 
 SLOW_CHUNK_BYTES = 64 << 20
 # read_ndjson's maximum_object_size (per-thread buffers; lines up to ~2x): 16 MiB, 64 MiB for a longer line

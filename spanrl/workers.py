@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from spanrl.errors import InputError, resource_trouble
+from spanrl.memory import TASK_THREADS_ENV
 
 
 class WorkerFailed(click.ClickException):
@@ -27,7 +28,6 @@ class WorkerFailed(click.ClickException):
     exit_code = 1
 
 TASK_CPUS = 1  # each Ray task reserves one CPU, and its DuckDB runs that many threads
-_TASK_THREADS = "SPANRL_TASK_THREADS"
 
 Mapper = Callable[[Callable[..., Any], Sequence[tuple[Any, ...]]], list[Any]]
 
@@ -75,23 +75,8 @@ def worker_pool(workers: int | None) -> Iterator[Mapper]:
 
 def _in_task(fn: Callable[..., Any], *args: Any) -> Any:
     """A Ray task's body: ``fn`` with DuckDB limited to the task's CPUs (``task_threads``)."""
-    os.environ[_TASK_THREADS] = str(TASK_CPUS)
+    os.environ[TASK_THREADS_ENV] = str(TASK_CPUS)
     return fn(*args)
-
-
-def task_threads() -> int | None:
-    """DuckDB's threads inside a Ray task: the CPUs Ray reserved for it. DuckDB's default (every core
-    of the node) makes N tasks on one node run N x cores threads: on this 2-core machine two tasks then
-    took 117.6 CPU s where one process took 76.3 for the same 600k spans (docs/scale.md). None outside a task."""
-    value = os.environ.get(_TASK_THREADS)
-    return int(value) if value else None
-
-
-def task_share() -> float:
-    """The part of the node this process may take: a Ray task's CPUs out of the node's (its share of the
-    node's memory, ``spanrl/memory.py``), 1.0 outside a task."""
-    threads = task_threads()
-    return min(1.0, threads / (os.cpu_count() or 1)) if threads else 1.0
 
 
 def split_evenly(sizes: Sequence[int], groups: int) -> list[list[int]]:

@@ -37,7 +37,7 @@ def _duckdb_threads(tmp: str) -> tuple[int | None, int]:
     loader's DuckDB connection was set to."""
     from spanrl.ingest.config import LakeConfig
     from spanrl.ingest.load import open_work_connection
-    from spanrl.workers import task_threads
+    from spanrl.memory import task_threads
 
     con = open_work_connection(LakeConfig(data=Path(tmp)), Path(tmp))
     try:

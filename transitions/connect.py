@@ -9,13 +9,12 @@ import duckdb
 
 from spanrl.ingest.lake import coverage_sql, lock_down, open_for_builder  # stage 1's API
 from spanrl.layout import feedback_dir, lake_dir
-from spanrl.memory import resolve_memory_limit
+from spanrl.memory import resolve_memory_limit, task_threads
 from spanrl.sqlfiles import sql_literal
 from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.incremental import traces_table_sql
 from spanrl.transitions.sqlfiles import read_sql
 from spanrl.transitions.tables import tables_dir
-from spanrl.workers import task_threads
 
 
 def open_lake(cfg: BuildConfig) -> duckdb.DuckDBPyConnection:

@@ -96,7 +96,13 @@ def test_demo_quick_runs_every_stage(tmp_path: Path) -> None:
             {"g": spans}).fetchone()[0]
         assert orphans == 0
         rewards = con.execute("select count(*) from read_parquet($g) where name = 'spanrl.reward'", {"g": spans}).fetchone()[0]
-        assert rewards == 20
+        # one reward span per rollout the agent finished; the tiny random model's reply can push the next prompt
+        # past its 1024-token context (a 400, which the agent records as a rollout without reward: its result
+        # line has the error), and whether it does depends on how the server batched the requests
+        results = [json.loads(x) for f in [*(data / "eval").glob("*.jsonl"), *(data / "demo" / "rollouts").glob("*.jsonl")]
+                   for x in f.read_text().splitlines()]
+        finished = [r for r in results if not r.get("error")]
+        assert len(results) == 20 and len(finished) >= 10 and rewards == len(finished), (rewards, results)
 
     # held-out rollouts never reach the training snapshot; the trained one holds cycle 0 only
     table, _ = read_snapshot(data, "LATEST")
