@@ -165,7 +165,7 @@ class Demo:
                 if gone := stopped_helpers(self.helpers, self.logs):
                     raise RuntimeError(f"cycle {cycle}'s rollouts failed because {gone}. Finished cycles are kept: run "
                                        f"the same `spanrl demo --data {self.data}` again to resume.\n"
-                                       f"{str(exc).splitlines()[0]}") from exc
+                                       f"{(str(exc).splitlines() or [type(exc).__name__])[0]}") from exc
                 raise
         return time.monotonic() - started
 

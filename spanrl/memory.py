@@ -3,7 +3,7 @@
 A fixed default fits no machine. 2GB (the default until issue 46) stopped a one-process night of 2M spans
 on a 24 GiB machine with an out-of-memory error that the machine had the memory to avoid, and at 600k
 spans it kept stage 2 at the limit, where DuckDB gives memory back and faults it in again (a quarter of
-stage 2's CPU time was system time; docs/performance.md). ``auto`` is half of the memory this process can
+stage 2's CPU time was system time; README "Performance"). ``auto`` is half of the memory this process can
 have (the smaller of the machine's RAM and its cgroup's limit), a share of it inside a Ray task (the
 task's CPUs out of the node's, so N tasks on one node do not each take half), and never under 1 GB.
 DuckDB's own default is 80 %; half leaves room for what is not DuckDB's (Python, the collector beside it).

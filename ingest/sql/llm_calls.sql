@@ -11,7 +11,8 @@
 -- equal content; identical parallel twins are paired in start order; a group joins only when every
 -- pair of its members matches). The row's content comes from the member with messages, preferring the
 -- client side and the richest convention, each missing field (tools, tokens, token ids) from the
--- others, but the tools from a server member where one recorded them (what the engine rendered); its place (trace, span) from a member inside an agent tree over a trace-root call span.
+-- others, but the tools from a server member where one recorded them (what the engine rendered); its
+-- place (trace, span) from a member inside an agent tree over a trace-root call span.
 -- merged_spans lists every other member span, so no merge is silent.
 -- agent_name: the nearest span at or above the call that is an agent (invoke_agent /
 -- gen_ai.agent.name, OpenInference AGENT, agent.name, traceloop.span.kind = agent, a LangGraph node);
