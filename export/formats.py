@@ -51,6 +51,7 @@ FORMATS: dict[str, Format] = {
                 "the snapshot columns of the same name (docs/transitions.md)",
             "prompt_messages, tools, response_message": "JSON text: OpenAI chat messages, tool definitions, "
                                                         "the response message",
+            "finish_reason": "why the engine stopped: stop, tool_calls, length (cut at max_tokens), ...; null if unrecorded",
             "prompt_token_ids, response_token_ids, response_logprobs, token_source, temperature":
                 "the engine's token ids and log-probs where it recorded them (token_source = engine), else null",
             "final_reward, step_reward": "the rollout's reward; the AIR reward this call set off itself",

@@ -92,6 +92,9 @@ class DataStats:
     empty: int = 0  # no prompt or no response tokens
     no_prompt: int = 0  # text rows whose prompt was not captured (coverage.missing_input): never an empty prompt
     boundary_retokenised: int = 0  # text path: tokenising prompt+response at once differs
+    # text rows the engine cut at its token limit (finish_reason 'length'): trained without the
+    # end-of-turn token the template would add, since the model never produced one
+    cut_at_length: int = 0
     # engine rows that also carry text: how many were checked, and how many the text path would have
     # tokenised differently from the engine's ids (tokenizer drift: what training on text would get wrong)
     drift_checked: int = 0
@@ -124,6 +127,9 @@ class DataStats:
 
 
 _MAX_REASONS = 8
+# finish reasons that mean "cut at the token limit": OpenAI and vLLM ('length'), Anthropic ('max_tokens'),
+# Gemini ('MAX_TOKENS'), the Responses API's incomplete reason ('max_output_tokens')
+CUT_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
 
 
 def _f(value: Any, default: float = 0.0) -> float:
@@ -159,7 +165,11 @@ def _render_text(row: dict[str, Any], tokenizer: Any, stop_ids: set[int], stats:
     rest = full_text[len(prompt_text) :]
     rest_ids = tokenize(tokenizer, rest)
     end = next((i for i, t in enumerate(rest_ids) if t in stop_ids), None)
-    response_ids = rest_ids[: end + 1] if end is not None else tokenize(tokenizer, rest.rstrip())
+    if str(row.get("finish_reason") or "").lower() in CUT_REASONS:  # the template's closing token is not the model's
+        stats.cut_at_length += 1
+        response_ids = rest_ids[:end] if end is not None else tokenize(tokenizer, rest.rstrip())
+    else:
+        response_ids = rest_ids[: end + 1] if end is not None else tokenize(tokenizer, rest.rstrip())
     joint = tokenize(tokenizer, full_text)
     if joint[: len(prompt_ids) + len(response_ids)] != prompt_ids + response_ids:
         stats.boundary_retokenised += 1

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # (column, Arrow type, nullable). Plain names, so the columns are known without importing pyarrow
 # (spanrl ingest writes snapshots with DuckDB alone); TRANSITION_SCHEMA is built from them on first use.
@@ -29,6 +29,7 @@ FIELDS: tuple[tuple[str, str, bool], ...] = (
     ("prompt_messages", "string", True),  # JSON list of OpenAI chat messages (the state)
     ("tools", "string", True),  # JSON list of OpenAI tool definitions, or NULL
     ("response_message", "string", True),  # JSON OpenAI assistant message (the action)
+    ("finish_reason", "string", True),  # why the engine stopped: 'stop', 'tool_calls', 'length' (cut), ...
     ("prompt_token_ids", "list<int32>", True),  # exact engine ids when known
     ("response_token_ids", "list<int32>", True),
     ("response_logprobs", "list<float32>", True),  # behaviour policy log-probs

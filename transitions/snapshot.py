@@ -1,6 +1,6 @@
 """Write and read transition snapshots: temp folder -> rename, manifest, atomic ``LATEST``.
 
-A snapshot (schema v2) is ``transitions/<snapshot_id>/``: ``part-*.parquet`` (the rows, in any
+A snapshot (schema v3) is ``transitions/<snapshot_id>/``: ``part-*.parquet`` (the rows, in any
 split), ``digests.parquet`` (per rollout: task, reward, row count, sha256 of its rows),
 ``advantages.parquet`` (per rollout: the advantage A_r, when the builder made the snapshot) and
 ``manifest.json``. A built snapshot's parts are hard links of the stage-2 segments' rows

@@ -110,3 +110,22 @@ def test_the_text_path_renders_the_prompt_the_engine_saw(run) -> None:
               if render_prompt(tokenizer, json.loads(r["prompt_messages"]), json.loads(r["tools"] or "null"))
               != r["prompt_token_ids"]]
     assert not differ, differ
+
+
+def test_each_transition_says_why_the_engine_stopped(run) -> None:
+    """Snapshot schema v3's ``finish_reason`` is the engine's: a reply cut at ``max_tokens`` has no
+    end-of-turn token in the engine's ids, and the trainer's text path must not add one (tests/trainer)."""
+    from transformers import AutoTokenizer
+
+    from spanrl.transitions import read_snapshot
+
+    data, model = run
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    rows = read_snapshot(data)[0].to_pylist()
+    served = _query(data, "SELECT json_extract_string(attributes, '$.\"gen_ai.response.finish_reasons\"[0]') AS f "
+                          "FROM spans WHERE scope_name = 'spanrl.serve'")
+    assert sorted(r["finish_reason"] for r in rows) == sorted(s["f"] for s in served), (rows, served)
+    assert {r["finish_reason"] for r in rows} <= {"stop", "length", "tool_calls"}
+    for r in rows:
+        ends = r["response_token_ids"][-1] == tokenizer.eos_token_id
+        assert ends == (r["finish_reason"] != "length"), (r["finish_reason"], r["response_token_ids"][-3:])

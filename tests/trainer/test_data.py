@@ -45,6 +45,27 @@ def test_engine_and_text_paths_give_the_same_tokens(tokenizer) -> None:
     assert tool_call.startswith("<tool_call>\n{\"name\": \"add\"")
 
 
+def test_a_response_cut_at_the_token_limit_trains_without_an_end_of_turn_token(tokenizer) -> None:
+    """An engine stopped by max_tokens never sampled end-of-turn: a text row whose finish_reason says so
+    must not train on the one the template appends (the engine's ids of such a reply have none)."""
+    engine_rows = tiny_rollout_rows(tokenizer, engine=True, n_tasks=1, rollouts_per_task=1)
+    text_rows = [{**r, "token_source": "text", "prompt_token_ids": None, "response_token_ids": None}
+                 for r in engine_rows]
+    cut = [{**r, "finish_reason": ("length", "MAX_TOKENS")[i % 2]} for i, r in enumerate(text_rows)]
+    stopped = [{**r, "finish_reason": "stop"} for r in text_rows]
+    cut_seqs, s_cut = _build(tokenizer, cut)
+    stop_seqs, s_stop = _build(tokenizer, stopped)
+    assert (s_cut.cut_at_length, s_stop.cut_at_length) == (len(cut), 0)
+    for a, b in zip(cut_seqs, stop_seqs, strict=True):
+        assert b.ids[-1] == tokenizer.eos_token_id and tokenizer.eos_token_id not in a.ids[a.n_prompt:]
+        assert a.ids == b.ids[:-1] and a.n_prompt == b.n_prompt
+    # an engine row cut the same way is its own evidence: the text render now agrees with its ids
+    engine_cut = [{**r, "finish_reason": "length", "response_token_ids": r["response_token_ids"][:-1]}
+                  for r in engine_rows]
+    _, s_engine = _build(tokenizer, engine_cut)
+    assert (s_engine.drift_checked, s_engine.drift) == (len(engine_cut), 0)
+
+
 def test_template_mismatch_is_counted_and_skipped_not_misaligned(tokenizer) -> None:
     rows = [{**r, "token_source": "text"} for r in tiny_rollout_rows(tokenizer, engine=False)]
     original = tokenizer.chat_template

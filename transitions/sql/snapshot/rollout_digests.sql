@@ -9,7 +9,7 @@
 SELECT rollout_id, any_value(task_id) AS task_id, any_value(final_reward) AS r, count(*) AS n_rows,
        any_value(source_files) AS source_files,
        sha256(string_agg(CAST(ROW(rollout_id, task_id, trace_id, span_id, step, n_steps, agent_name, model,
-                                  prompt_messages, tools, response_message, prompt_token_ids, response_token_ids,
+                                  prompt_messages, tools, response_message, finish_reason, prompt_token_ids, response_token_ids,
                                   response_logprobs, token_source, temperature, final_reward, step_reward,
                                   "return", advantage, is_last, source_files) AS VARCHAR), chr(10) ORDER BY step)) AS digest
 FROM transition_rows

@@ -40,6 +40,7 @@ SELECT
     CAST(w.input_messages AS VARCHAR) AS prompt_messages,
     CAST(w.tools AS VARCHAR) AS tools,
     CAST(w.output_message AS VARCHAR) AS response_message,
+    CAST(w.finish_reason AS VARCHAR) AS finish_reason,
     TRY_CAST(w.prompt_token_ids AS INTEGER[]) AS prompt_token_ids,
     TRY_CAST(w.response_token_ids AS INTEGER[]) AS response_token_ids,
     TRY_CAST(w.response_logprobs AS FLOAT[]) AS response_logprobs,
