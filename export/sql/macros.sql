@@ -41,6 +41,12 @@ END);
 CREATE OR REPLACE MACRO export_reward(column_name, final_reward, ret, advantage) AS CASE column_name
     WHEN 'final_reward' THEN final_reward WHEN 'advantage' THEN advantage ELSE ret END;
 
+-- Whether the engine cut the response at its token limit (OpenAI/vLLM 'length', Anthropic 'max_tokens',
+-- Gemini 'MAX_TOKENS', the Responses API's 'max_output_tokens'): a half answer the imitation formats
+-- must not teach as a finished turn (trainer/data.py CUT_REASONS, the same list).
+CREATE OR REPLACE MACRO export_cut(finish_reason) AS
+    coalesce(lower(finish_reason) IN ('length', 'max_tokens', 'max_output_tokens'), false);
+
 -- The rows every format starts from: the snapshot with its reward and the reason a row cannot be
 -- exported at all (NULL when it can).
 CREATE OR REPLACE MACRO export_base(reward_column) AS TABLE

@@ -56,6 +56,26 @@ def test_trl_sft_min_reward_keeps_rows_at_or_above_it(snapshot, tmp_path: Path) 
     assert result.left_out == {"reward below --min-reward (or none)": len(rows) - len(kept)}
 
 
+def test_imitation_formats_leave_out_replies_cut_at_the_token_limit(tokenizer, tmp_path: Path) -> None:
+    """A reply the engine cut at max_tokens is a half answer: the SFT formats would teach it as a finished
+    turn, so they leave it out with its reason; triplets (RL data, engine ids) keep it."""
+    from tests.export.conftest import snapshot_rows
+    from tests.helpers.tiny_model import write_rows_snapshot
+
+    rows = snapshot_rows(tokenizer)
+    for i, row in enumerate(rows):
+        row["finish_reason"] = ("length", "stop", "MAX_TOKENS", None)[i % 4]
+    write_rows_snapshot(tmp_path / "data", rows)
+    cut = {"length": sum(r["finish_reason"] == "length" for r in rows),
+           "MAX_TOKENS": sum(r["finish_reason"] == "MAX_TOKENS" for r in rows)}
+    expected = {f"response cut at the token limit (finish_reason {k})": n for k, n in cut.items()}
+    for fmt in ("trl-sft", "openai-ft"):
+        result = _export(tmp_path / "data", tmp_path / fmt, fmt)
+        assert result.left_out == expected and result.rows_out == len(rows) - sum(cut.values()), result.left_out
+    triplets = _export(tmp_path / "data", tmp_path / "triplets", "triplets")
+    assert not any("cut" in reason for reason in triplets.left_out), triplets.left_out
+
+
 def test_multimodal_prompt_text_in_trl_image_in_openai(snapshot, tmp_path: Path) -> None:
     data, _ = snapshot
     _export(data, tmp_path / "sft", "trl-sft")
