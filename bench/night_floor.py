@@ -41,6 +41,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+from spanrl.memory import resolve_memory_limit  # noqa: E402
 
 # The floor chain: llm_calls rows -> transition rows -> one digest per rollout. Kept here, next to
 # the code that runs it, because it is a measuring stick and not part of spanrl.
@@ -184,7 +185,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--fixed-rollouts", type=int, default=100,
                    help="rollouts of the small night that measures each chain's fixed cost per night (0: skip)")
-    p.add_argument("--memory-limit", default="2GB")
+    p.add_argument("--memory-limit", default="auto",
+                   help="DuckDB's limit for both chains (auto: what `spanrl ingest` takes by default here)")
     p.add_argument("--dir", type=Path, default=None, help="work folder (default: a new temp dir)")
     p.add_argument("--report", type=Path, default=None, help="print the report of a results file (floor.jsonl) and exit")
     p.add_argument("--floor-run", type=Path, default=None, help=argparse.SUPPRESS)
@@ -198,6 +200,8 @@ def main() -> None:
         report([json.loads(line) for line in args.report.read_text().splitlines() if line.strip()])
         return
 
+    args.memory_limit = resolve_memory_limit(args.memory_limit)  # the same bytes for both chains
+    print(f"memory limit {args.memory_limit} (every chain alike)", flush=True)
     bench_ingest = _load("bench_ingest", "ingest.py")
     nightly = _load("bench_nightly", "nightly.py")
     root = args.dir or Path(tempfile.mkdtemp(prefix="spanrl-floor-"))

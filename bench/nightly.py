@@ -27,6 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+from spanrl.memory import resolve_memory_limit  # noqa: E402
 from spanrl.transitions.snapshot import latest_manifest  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("bench_ingest", HERE / "ingest.py")
@@ -111,10 +112,13 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--nights", type=int, default=8)
     p.add_argument("--rollouts", type=int, default=10_000, help="rollouts per night (6 spans each)")
-    p.add_argument("--memory-limit", default="2GB")
+    p.add_argument("--memory-limit", default="auto",
+                   help="DuckDB's limit for both chains (auto: what `spanrl ingest` takes by default here)")
     p.add_argument("--dir", type=Path, default=None, help="work folder (default: a new temp dir)")
     p.add_argument("--resume", action="store_true", help="continue the nights recorded in DIR/nightly.jsonl")
     args = p.parse_args()
+    args.memory_limit = resolve_memory_limit(args.memory_limit)  # the same bytes for both chains
+    print(f"memory limit {args.memory_limit} (bare conversion and spanrl alike)", flush=True)
     root = args.dir or Path(tempfile.mkdtemp(prefix="spanrl-nightly-"))
     root.mkdir(parents=True, exist_ok=True)
     log = root / "nightly.jsonl"
