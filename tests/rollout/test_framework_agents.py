@@ -126,6 +126,6 @@ def test_each_transition_says_why_the_engine_stopped(run) -> None:
                           "FROM spans WHERE scope_name = 'spanrl.serve'")
     assert sorted(r["finish_reason"] for r in rows) == sorted(s["f"] for s in served), (rows, served)
     assert {r["finish_reason"] for r in rows} <= {"stop", "length", "tool_calls"}
-    for r in rows:
-        ends = r["response_token_ids"][-1] == tokenizer.eos_token_id
-        assert ends == (r["finish_reason"] != "length"), (r["finish_reason"], r["response_token_ids"][-3:])
+    for r in rows:  # (a stop string also ends a reply with 'stop' and no end-of-turn token: one direction only)
+        if r["finish_reason"] == "length":
+            assert r["response_token_ids"][-1] != tokenizer.eos_token_id, r["response_token_ids"][-3:]
