@@ -55,6 +55,7 @@ def collect_stats(con: duckdb.DuckDBPyConnection, plan: Plan, settle_s: float | 
         "feedback_unknown": unknown[:20],
         "min_time_ns": times["lo"], "max_time_ns": times["hi"],
         "llm_calls": one(con, "SELECT count(*) AS n FROM llm_calls")["n"],
+        "llm_calls_cut": one(con, read_sql("summary/cut_replies"))["n"],
         "content_coverage": content_coverage(con),
         "unreadable_values": pairs(read_sql("summary/unreadable_values")),  # coverage.unreadable, by reason
         "advantage": advantage_stats(con),
@@ -170,6 +171,11 @@ def print_summary(result: BuildResult) -> None:
     if s.get("llm_calls_without_tool_schema"):
         row("tool calls without schema", f"{s['llm_calls_without_tool_schema']} LLM call(s) made tool calls but no "
             "instrumentation recorded the tool definitions (coverage.missing_tool_schema)")
+    if s.get("llm_calls_cut"):
+        row("replies cut at the token limit", f"{s['llm_calls_cut']} of {s.get('llm_calls', 0)} LLM calls stopped at "
+            "max_tokens (finish_reason length): half answers the agent went on with; raise the agent's or the "
+            "server's max_tokens if that was not meant (spanrl sql \"select finish_reason, count(*) from llm_calls "
+            "group by 1\")")
     if s.get("unreadable_values"):
         row("values read as NULL", _pairs(s["unreadable_values"]) + " (a value no convention could read: "
             "spanrl sql \"select span_id, unnest(unreadable) from coverage\")")

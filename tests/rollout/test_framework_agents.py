@@ -121,11 +121,14 @@ def test_each_transition_says_why_the_engine_stopped(run) -> None:
 
     data, model = run
     tokenizer = AutoTokenizer.from_pretrained(model)
-    rows = read_snapshot(data)[0].to_pylist()
+    table, manifest = read_snapshot(data)
+    rows = table.to_pylist()
     served = _query(data, "SELECT json_extract_string(attributes, '$.\"gen_ai.response.finish_reasons\"[0]') AS f "
                           "FROM spans WHERE scope_name = 'spanrl.serve'")
     assert sorted(r["finish_reason"] for r in rows) == sorted(s["f"] for s in served), (rows, served)
     assert {r["finish_reason"] for r in rows} <= {"stop", "length", "tool_calls"}
+    # and the ingest summary says how many replies were cut (`replies cut at the token limit`)
+    assert manifest["stats"]["llm_calls_cut"] == sum(r["finish_reason"] == "length" for r in rows) > 0
     for r in rows:  # (a stop string also ends a reply with 'stop' and no end-of-turn token: one direction only)
         if r["finish_reason"] == "length":
             assert r["response_token_ids"][-1] != tokenizer.eos_token_id, r["response_token_ids"][-3:]

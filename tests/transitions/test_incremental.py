@@ -280,6 +280,16 @@ def test_the_summary_prints_data_as_text_not_markup(capsys) -> None:
     assert "[[conventions]]" in out and "[bold]x[/bold] 1" in out
 
 
+def test_the_summary_names_replies_cut_at_the_token_limit(capsys) -> None:
+    from spanrl.transitions.summary import BuildResult, print_summary
+
+    print_summary(BuildResult("empty", None, None, 0, {"llm_calls": 9, "llm_calls_cut": 4}))
+    out = " ".join(capsys.readouterr().out.split())
+    assert "replies cut at the token limit" in out and "4 of 9 LLM calls stopped at max_tokens" in out
+    print_summary(BuildResult("empty", None, None, 0, {"llm_calls": 9, "llm_calls_cut": 0}))
+    assert "cut at the token limit" not in capsys.readouterr().out
+
+
 def test_an_incremental_run_reads_new_lake_files_whole_and_filters_older_ones_by_trace(tmp_path: Path) -> None:
     """restrict_lake: when every span file read is new, `spans` reads them as they are (each of their
     traces is a seed, so the by-trace filter would keep every row); one older file among them, which
