@@ -66,6 +66,7 @@ class Sequence:
     behaviour: list[float] | None = None  # mu log-probs of the response tokens
     temperature: float = 1.0  # the sampling temperature: pi is scored at the same temperature as mu
     parts: list[Part] | None = None  # merged calls (None: one call, ``ids[n_prompt:]``)
+    cut: bool = False  # the engine stopped the reply at its token limit (finish_reason): no example to imitate
 
     @property
     def response_parts(self) -> list[Part]:
@@ -104,6 +105,7 @@ class DataStats:
     response_truncated: int = 0
     behaviour_dropped: int = 0  # log-probs present but unusable (length, NaN, text path)
     sft_dropped: int = 0
+    sft_cut: int = 0  # good rollouts' calls left out of imitation: replies the engine cut at its token limit
 
     @property
     def skipped(self) -> int:
@@ -247,6 +249,7 @@ def build_sequences(
                 task_id=str(row.get("task_id") or row["rollout_id"]),
                 behaviour=list(behaviour) if behaviour is not None else None,
                 temperature=_sampling_temperature(row.get("temperature")),
+                cut=str(row.get("finish_reason") or "").lower() in CUT_REASONS,
             )
         )
     return seqs, stats
@@ -264,10 +267,11 @@ def _sampling_temperature(value: Any) -> float:
 
 def select_sft(seqs: list[Sequence], min_return: float | None, top_k: int | None) -> list[Sequence]:
     """Good rollouts only (RAFT/ReST): ``return >= min_return``, the ``top_k`` rollouts per task by
-    final reward, both when both are set; with neither, the calls with a positive advantage."""
+    final reward, both when both are set; with neither, the calls with a positive advantage. A reply the
+    engine cut at its token limit is never imitated, even in a good rollout (``Sequence.cut``)."""
     if min_return is None and top_k is None:
-        return [s for s in seqs if s.advantage > 0]
-    keep = seqs
+        return [s for s in seqs if s.advantage > 0 and not s.cut]
+    keep = [s for s in seqs if not s.cut]
     if min_return is not None:
         keep = [s for s in keep if s.ret >= min_return]
     if top_k is not None:

@@ -107,7 +107,8 @@ def train(cfg: TrainConfig, notify: str | None = None, progress: bool = True, pr
                                   _stop_ids(inputs.base_path, tokenizer))
     if spec.good_rollouts_only:
         kept = select_sft(seqs, cfg.sft_min_return, cfg.sft_top_k)
-        stats.sft_dropped, seqs = len(seqs) - len(kept), kept
+        stats.sft_cut = sum(s.cut for s in seqs)
+        stats.sft_dropped, seqs = len(seqs) - len(kept) - stats.sft_cut, kept
     if not seqs:
         raise InputError(f"snapshot {snapshot_id}: no trainable transitions ({stats.summary()}); "
                          + _nothing_to_train_hint(cfg, stats))
@@ -338,6 +339,9 @@ def _start_tracking(cfg: TrainConfig, inputs: CycleInputs) -> list[Tracker]:
 
 
 def _nothing_to_train_hint(cfg: TrainConfig, stats: DataStats) -> str:
+    if LOSSES[cfg.loss].good_rollouts_only and stats.sft_cut and not stats.sft_dropped:
+        return ("the good rollouts' replies were cut at the engine's token limit (finish_reason length) and are not "
+                "imitated: raise the agent's or the server's max_tokens")
     if LOSSES[cfg.loss].good_rollouts_only and stats.sft_dropped:
         return "loosen --sft-min-return/--sft-top-k"
     if stats.no_prompt:

@@ -135,6 +135,25 @@ def test_select_sft_threshold_top_k_and_default(tokenizer) -> None:
     assert {s.rollout_id for s in select_sft(seqs, 2.0, 2)} == {"t0-r2", "t1-r2"}
     assert {s.rollout_id for s in select_sft(seqs, None, None)} == {"t0-r2", "t1-r2"}  # advantage > 0
     assert len(select_sft(seqs, None, 1)) == 4  # whole rollouts: both calls of each kept rollout
+    # a reply the engine cut at its token limit is not imitated, even in the best rollout; the rollout's
+    # other calls still are, and the choice of rollouts does not change
+    cut_rows = [{**r, "finish_reason": "length" if (r["rollout_id"], r["step"]) == ("t0-r2", 0) else "stop"}
+                for r in rows]
+    cut_seqs, _ = _build(tokenizer, cut_rows)
+    assert sum(s.cut for s in cut_seqs) == 1
+    for top_k, min_return in ((1, None), (None, None), (None, 1.0)):
+        kept = select_sft(cut_seqs, min_return, top_k)
+        assert len(kept) == len(select_sft(seqs, min_return, top_k)) - 1 and not any(s.cut for s in kept)
+
+
+def test_sft_with_only_cut_replies_says_to_raise_max_tokens_not_to_loosen_the_filters() -> None:
+    from spanrl.trainer.config import TrainConfig
+    from spanrl.trainer.data import DataStats
+    from spanrl.trainer.train import _nothing_to_train_hint
+
+    sft = TrainConfig(model=Path("."), loss="sft")
+    assert "max_tokens" in _nothing_to_train_hint(sft, DataStats(sft_cut=3))
+    assert "--sft-min-return" in _nothing_to_train_hint(sft, DataStats(sft_cut=3, sft_dropped=2))
 
 
 def test_plan_steps_counts_rollouts_weights_sum_to_one_and_buckets_fit(tokenizer) -> None:
