@@ -105,7 +105,7 @@ class DataStats:
     response_truncated: int = 0
     behaviour_dropped: int = 0  # log-probs present but unusable (length, NaN, text path)
     sft_dropped: int = 0
-    sft_cut: int = 0  # good rollouts' calls left out of imitation: replies the engine cut at its token limit
+    sft_cut: int = 0  # calls never imitated, whatever their rollout: replies the engine cut at its token limit
 
     @property
     def skipped(self) -> int:
@@ -129,9 +129,12 @@ class DataStats:
 
 
 _MAX_REASONS = 8
-# finish reasons that mean "cut at the token limit": OpenAI and vLLM ('length'), Anthropic ('max_tokens'),
-# Gemini ('MAX_TOKENS'), the Responses API's incomplete reason ('max_output_tokens')
+# "cut at the token limit": OpenAI/vLLM, Anthropic and Gemini (lower-cased), the Responses API's incomplete reason
 CUT_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
+
+
+def is_cut(row: dict[str, Any]) -> bool:
+    return str(row.get("finish_reason") or "").lower() in CUT_REASONS
 
 
 def _f(value: Any, default: float = 0.0) -> float:
@@ -167,11 +170,9 @@ def _render_text(row: dict[str, Any], tokenizer: Any, stop_ids: set[int], stats:
     rest = full_text[len(prompt_text) :]
     rest_ids = tokenize(tokenizer, rest)
     end = next((i for i, t in enumerate(rest_ids) if t in stop_ids), None)
-    if str(row.get("finish_reason") or "").lower() in CUT_REASONS:  # the template's closing token is not the model's
-        stats.cut_at_length += 1
-        response_ids = rest_ids[:end] if end is not None else tokenize(tokenizer, rest.rstrip())
-    else:
-        response_ids = rest_ids[: end + 1] if end is not None else tokenize(tokenizer, rest.rstrip())
+    cut = is_cut(row)  # the template's closing token is not the model's: it never sampled one
+    stats.cut_at_length += cut
+    response_ids = rest_ids[: end + (not cut)] if end is not None else tokenize(tokenizer, rest.rstrip())
     joint = tokenize(tokenizer, full_text)
     if joint[: len(prompt_ids) + len(response_ids)] != prompt_ids + response_ids:
         stats.boundary_retokenised += 1
@@ -249,7 +250,7 @@ def build_sequences(
                 task_id=str(row.get("task_id") or row["rollout_id"]),
                 behaviour=list(behaviour) if behaviour is not None else None,
                 temperature=_sampling_temperature(row.get("temperature")),
-                cut=str(row.get("finish_reason") or "").lower() in CUT_REASONS,
+                cut=is_cut(row),
             )
         )
     return seqs, stats
