@@ -93,6 +93,7 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict:
                  if args.optimizer_url else [])
         run([*SPANRL, "prompts", "optimize", "--data", str(data), "--agent", "calc", "--tasks", str(train), "--upstream",
              upstream, "--score", SCORE, "--budget-rollouts", str(args.budget), "--n", str(args.n), "--seed", str(seed),
+             "--val-fraction", str(args.val_fraction), "--demos", str(args.demos), "--demo-sets", str(args.demo_sets),
              "--concurrency", str(args.concurrency), "--timeout", "600s", *extra, "--", *agent(train)])
         from spanrl.prompts.store import latest_version, read_version
 
@@ -113,7 +114,12 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict:
         serve.wait(60)
     doc = json.loads((data / "eval-prompts" / "eval.json").read_text())
     cmp = (doc["comparisons"] or [{}])[0]
-    return {"seed": seed, "heldout_tasks": args.heldout, "n": args.n, "budget": args.budget,
+    report = json.loads((data / "prompts" / "calc" / "_optimize" / "report.json").read_text())
+    return {"seed": seed, "heldout_tasks": args.heldout, "n": args.n, "budget": args.budget, "pool": args.pool,
+            "train_tasks": args.train, "val_fraction": round(args.val_fraction, 3), "demos": args.demos,
+            "demo_sets": args.demo_sets, "optimize_verdict": report.get("verdict"),
+            "optimize_validation": (report.get("validation") or {}).get("comparison"),
+            "used_rollouts": report.get("used_rollouts"),
             "seconds": round(time.monotonic() - started_at, 1), "latest": latest, "method": read_version(data, "calc", latest).meta.get("method"),
             "original": doc["policies"]["original"]["mean"], "promoted": doc["policies"].get("latest", {}).get("mean"),
             "diff": cmp.get("diff"), "ci": cmp.get("ci"), "verdict": cmp.get("verdict", "nothing promoted")}
@@ -124,19 +130,23 @@ def main() -> None:
     parser.add_argument("--data", required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--model", default=None, help="base model folder (default: the demo's SmolLM2, prepared)")
-    parser.add_argument("--pool", type=int, default=16, help="training tasks whose rollouts seed the lake")
-    parser.add_argument("--train", type=int, default=16, help="tasks the optimizer scores on (train + validation)")
+    parser.add_argument("--pool", type=int, default=24, help="training tasks whose rollouts seed the lake")
+    parser.add_argument("--train", type=int, default=48, help="tasks the optimizer scores on (train + validation)")
+    parser.add_argument("--val-fraction", type=float, default=2 / 3,
+                        help="their share for validation: 32 of 48, so a +0.1 effect can reach a 'better' verdict")
+    parser.add_argument("--demos", type=int, default=4, help="worked examples per demonstrations candidate")
+    parser.add_argument("--demo-sets", type=int, default=4, help="demonstrations candidates (random draws)")
     parser.add_argument("--port-base", type=int, default=18400,
                         help="seed S uses ports BASE+10S .. +2 (serve, gateway, gateway --prompts): fixed, so a rerun resumes")
     parser.add_argument("--heldout", type=int, default=64, help="held-out tasks (the demo's 64)")
     parser.add_argument("--n", type=int, default=2)
-    parser.add_argument("--budget", type=int, default=96)
+    parser.add_argument("--budget", type=int, default=320)
     parser.add_argument("--concurrency", type=int, default=32,
                         help="agent processes at once in every phase: spanrl serve batches their requests, so more at "
                              "once is more done per second on CPU (the demo runs 64; the commands' default is 4-8)")
     parser.add_argument("--optimizer-url", default=None)
     parser.add_argument("--optimizer-model", default=None)
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "prompts_demo.jsonl"))
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "prompts_demo_demo_sets.jsonl"))
     args = parser.parse_args()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ rewrites that apply it (docs/prompts.md, "Method")."""
 from __future__ import annotations
 
 import os
+import random
 import re
 from dataclasses import dataclass
 
@@ -22,22 +23,46 @@ REWRITE = ("The agent's system prompt is:\n<prompt>\n{prompt}\n</prompt>\n\nA cr
            "Answer with the new prompt only, between <prompt> and </prompt>.")
 
 
-def demonstrations(prompt: str, examples: list[Example], exclude_inputs: set[str], k: int) -> str | None:
-    """``prompt`` + the ``k`` highest-reward rollouts (reward above 0) whose task is not one being scored
-    (no answer of a scored task leaks into its prompt); None when there is none."""
-    seen, picked = set(), []
+def _eligible(examples: list[Example], exclude_inputs: set[str]) -> list[Example]:
+    """Rollouts that may be shown: reward above 0, an answer, a task not being scored (no answer of a scored
+    task leaks into its prompt), one per task; highest reward first."""
+    seen, out = set(), []
     for e in sorted(examples, key=lambda e: (-e.reward, e.rollout_id)):
-        if (e.reward <= 0 or e.input.strip() in exclude_inputs or e.task_id in exclude_inputs or e.input in seen
-                or not e.answer):  # a failure is no example to follow
+        if e.reward <= 0 or not e.answer or e.input.strip() in exclude_inputs or e.task_id in exclude_inputs \
+                or e.input in seen:  # a failure is no example to follow
             continue
         seen.add(e.input)
-        picked.append(e)
-        if len(picked) == k:
-            break
-    if not picked:
-        return None
+        out.append(e)
+    return out
+
+
+def _with_demos(prompt: str, picked: list[Example]) -> str:
     body = "\n\n".join(f"Example {i}:\n{e.render(with_reward=False)}" for i, e in enumerate(picked, 1))
     return prompt.rstrip() + DEMO_HEADER + body
+
+
+def demonstrations(prompt: str, examples: list[Example], exclude_inputs: set[str], k: int, sets: int = 1,
+                   seed: int = 0) -> list[str]:
+    """Up to ``sets`` candidates, each ``prompt`` + ``k`` worked examples (DSPy's bootstrapped few-shot with
+    random search): the first shows the ``k`` highest-reward rollouts; the others seeded random draws of
+    ``k`` from the best ones (those at the top reward, or the top ``2k`` when fewer reach it), so which
+    examples help is found by scoring, not guessed. Empty when no rollout qualifies."""
+    pool = _eligible(examples, exclude_inputs)
+    if not pool:
+        return []
+    top = [e for e in pool if e.reward == pool[0].reward]
+    best = top if len(top) > k else pool[:2 * k]
+    rng = random.Random(seed)
+    out, drawn = [_with_demos(prompt, pool[:k])], {frozenset(e.rollout_id for e in pool[:k])}
+    for _ in range(20 * sets):  # a small pool has fewer distinct draws than asked for
+        if len(out) >= sets or len(best) <= k:
+            break
+        picked = rng.sample(best, k)
+        key = frozenset(e.rollout_id for e in picked)
+        if key not in drawn:
+            drawn.add(key)
+            out.append(_with_demos(prompt, picked))
+    return out
 
 
 def for_critique(examples: list[Example], failures: int = 4, successes: int = 2) -> list[Example]:

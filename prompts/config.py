@@ -45,7 +45,9 @@ class OptimizeConfig:
     candidates: int = knob(2, "Rewrites per parent prompt and round.")
     beam: int = knob(2, "Prompts kept as parents for the next round.")
     rounds: int = knob(1, "APO rounds (critique -> rewrites -> scoring).")
-    demos: int = knob(2, "Worked examples in the demonstrations candidate.")
+    demos: int = knob(4, "Worked examples in each demonstrations candidate.")
+    demo_sets: int = knob(4, "Demonstrations candidates: the best rollouts, then seeded random draws from them "
+                          "(scored like any candidate; 1 = only the best).")
     promote_if_better: bool = knob(True, "Promote the winner when the paired comparison on validation says better.",
                                    flag="--promote-if-better/--no-promote", show="promote-if-better")
     level: float = knob(0.95, "Confidence level of the paired interval.")
@@ -66,7 +68,7 @@ class OptimizeConfig:
             raise InputError("give the agent command after `--`, as `spanrl rollout` takes it")
         if not 0 < self.val_fraction < 1:
             raise InputError(f"--val-fraction must be between 0 and 1, got {self.val_fraction}")
-        for name in ("budget_rollouts", "n", "candidates", "beam", "rounds", "concurrency"):
+        for name in ("budget_rollouts", "n", "candidates", "beam", "rounds", "demos", "demo_sets", "concurrency"):
             if getattr(self, name) < 1:
                 raise InputError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if self.timeout_s <= 0:
@@ -75,7 +77,7 @@ class OptimizeConfig:
 
 # the flags of `spanrl prompts optimize`, in --help order (--data is the shared data_option)
 OPTIMIZE_FLAGS = ("agent", "tasks", "score", "upstream", "gateway", "optimizer_url", "optimizer_model", "budget_rollouts",
-                  "n", "val_fraction", "candidates", "beam", "rounds", "demos", "promote_if_better", "level", "seed",
+                  "n", "val_fraction", "candidates", "beam", "rounds", "demos", "demo_sets", "promote_if_better", "level", "seed",
                   "concurrency", "timeout_s", "config_file")
 
 

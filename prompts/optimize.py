@@ -120,9 +120,8 @@ def _search(cfg: OptimizeConfig, scorer: Scorer, current: PromptVersion, example
             optimizer: Optimizer | None, scored_tasks: set[str], reserve: int) -> dict[str, Any]:
     staged: dict[str, PromptVersion] = {}
     critiques: dict[str, str] = {}
-    demo = demonstrations(current.text, examples, scored_tasks, cfg.demos)
-    if demo is not None:
-        v = _stage(cfg, current, demo, "demonstrations", {"demonstrations": cfg.demos})
+    for i, demo in enumerate(demonstrations(current.text, examples, scored_tasks, cfg.demos, cfg.demo_sets, cfg.seed)):
+        v = _stage(cfg, current, demo, "demonstrations", {"demonstrations": cfg.demos, "demo_set": i + 1})
         staged[v.version] = v
     print(f"spanrl prompts optimize: agent {cfg.agent!r}, current version {current.version}, "
           f"{len(examples)} rewarded rollout(s) in the lake", flush=True)
