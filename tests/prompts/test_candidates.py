@@ -1,0 +1,42 @@
+"""Demonstrations candidates (``prompts/candidates.py``): the best rollouts first, then seeded random draws
+from the best ones, never a failure, never a task being scored, never the same set twice."""
+
+from __future__ import annotations
+
+from spanrl.prompts.candidates import DEMO_HEADER, demonstrations
+from spanrl.prompts.lake import Example
+
+PROMPT = "You are a calculator."
+
+
+def _ex(i: int, reward: float) -> Example:
+    return Example(f"t{i}", f"What is {i}+{i}?", [f'calculator({{"expression": "{i}+{i}"}}) -> {2 * i}'],
+                   str(2 * i), reward, PROMPT, None, f"r{i:02d}")
+
+
+def _shown(candidate: str) -> set[str]:
+    return {line.split("+")[0].removeprefix("Task: What is ") for line in candidate.split(DEMO_HEADER)[1].splitlines()
+            if line.startswith("Task: ")}
+
+
+def test_the_first_set_is_the_best_rollouts_and_the_others_are_distinct_draws_from_the_best() -> None:
+    examples = [_ex(i, 1.0) for i in range(1, 9)] + [_ex(i, 0.2) for i in range(9, 13)] + [_ex(13, 0.0)]
+    sets = demonstrations(PROMPT, examples, exclude_inputs={"What is 2+2?"}, k=3, sets=4, seed=0)
+    assert len(sets) == 4 and all(s.startswith(PROMPT + DEMO_HEADER) for s in sets)
+    shown = [_shown(s) for s in sets]
+    assert shown[0] == {"1", "3", "4"}  # the top reward, by rollout id; t2 is being scored
+    assert len({frozenset(s) for s in shown}) == 4 and all(len(s) == 3 for s in shown)
+    # the draws stay among the rollouts at the top reward: a 0.2 (tool ran, wrong answer) is no example
+    assert set().union(*shown) <= {str(i) for i in range(1, 9)} - {"2"}
+    assert demonstrations(PROMPT, examples, {"What is 2+2?"}, 3, 4, seed=0) == sets  # seeded
+    assert demonstrations(PROMPT, examples, {"What is 2+2?"}, 3, 4, seed=1)[1:] != sets[1:]
+
+
+def test_few_successes_fill_from_the_next_best_and_a_small_pool_gives_fewer_sets() -> None:
+    examples = [_ex(1, 1.0), _ex(2, 0.2), _ex(3, 0.2), _ex(4, 0.0)]
+    sets = demonstrations(PROMPT, examples, set(), k=2, sets=4, seed=0)
+    assert _shown(sets[0]) == {"1", "2"}  # the success first, then the best of the rest
+    assert 1 < len(sets) <= 3 and all(_shown(s) <= {"1", "2", "3"} for s in sets)  # 3 eligible: 3 pairs at most
+    only = demonstrations(PROMPT, examples, set(), k=3, sets=4, seed=0)
+    assert len(only) == 1 and _shown(only[0]) == {"1", "2", "3"}  # 3 eligible, 3 asked: one set, no draw
+    assert demonstrations(PROMPT, [_ex(1, 0.0)], set(), k=2, sets=4) == []  # no success: no candidate
