@@ -40,7 +40,7 @@ r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PI
 dt = time.perf_counter() - t
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"rc": r.returncode, "seconds": dt, "rss_mb": ru.ru_maxrss / 1024, "cpu_s": ru.ru_utime + ru.ru_stime,
-                  "err": r.stderr[-2000:]}))
+                  "sys_s": ru.ru_stime, "minflt": ru.ru_minflt, "majflt": ru.ru_majflt, "err": r.stderr[-2000:]}))
 """
 
 BASELINE = r"""

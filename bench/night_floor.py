@@ -245,6 +245,11 @@ def report(rounds: list[dict]) -> None:
         print(f"{NAMES[k]:<44}{m['seconds']:>8.2f}{m['cpu_s']:>8.2f}{m['rss_mb']:>8.0f}"
               f"{bare['seconds'] / m['seconds']:>12.2f}{bare['cpu_s'] / m['cpu_s']:>11.2f}"
               f"{m['rss_mb'] / bare['rss_mb']:>11.2f}")
+    if all("sys_s" in r[k] for r in rounds for k in KINDS):  # results before 2026-12-07 lack them
+        print(f"\n{'chain':<44}{'system s':>9}{'of CPU':>8}{'minor faults':>14}{'major':>7}")
+        for k in KINDS:
+            sys_s, flt, maj = (_median(rounds, k, m) for m in ("sys_s", "minflt", "majflt"))
+            print(f"{NAMES[k]:<44}{sys_s:>9.2f}{sys_s / med[k]['cpu_s']:>8.0%}{flt:>14,.0f}{maj:>7,.0f}")
     steps = rounds[0]["floor"]["steps"]
     per_step = {s: statistics.median(r["floor"]["steps"][s] for r in rounds) for s in steps}
     print("floor steps (median wall s): " + ", ".join(f"{s} {v:.2f}" for s, v in per_step.items()))

@@ -63,6 +63,8 @@ def run_night(root: Path, night: int, rollouts: int, memory_limit: str) -> dict:
             "baseline_s": base["seconds"], "baseline_rss_mb": base["rss_mb"],
             "spanrl_s": full["seconds"], "spanrl_rss_mb": full["rss_mb"], "ratio": base["seconds"] / full["seconds"],
             "baseline_cpu_s": base["cpu_s"], "spanrl_cpu_s": full["cpu_s"], "cpu_ratio": base["cpu_s"] / full["cpu_s"],
+            "baseline_sys_s": base["sys_s"], "spanrl_sys_s": full["sys_s"], "baseline_minflt": base["minflt"],
+            "spanrl_minflt": full["minflt"], "spanrl_majflt": full["majflt"],
             "stage2": stage2.get("mode"), "traces_recomputed": stage2.get("traces_recomputed"),
             "stage2_rows_s": (stage2.get("seconds") or {}).get("rows"),
             "snapshots_mb": _disk_mb(data / "transitions")}
@@ -105,6 +107,11 @@ def report(rows: list[dict]) -> None:
           f"min ratio {min(r['ratio'] for r in rows):.2f} wall" + (f", {min(cpu):.2f} CPU" if cpu else "")
           + " (target >= 0.35, issue 28); "
           f"peak RSS last/first {last['spanrl_rss_mb'] / first['spanrl_rss_mb']:.2f}")
+    if all("spanrl_sys_s" in r for r in rows):  # results before 2026-12-07 lack them
+        print("system s (of CPU) and minor page faults, bare / spanrl: " + "; ".join(
+            f"night {r['night']} {r['baseline_sys_s']:.2f} ({r['baseline_sys_s'] / r['baseline_cpu_s']:.0%}) / "
+            f"{r['spanrl_sys_s']:.2f} ({r['spanrl_sys_s'] / r['spanrl_cpu_s']:.0%}), {r['baseline_minflt']:,} / "
+            f"{r['spanrl_minflt']:,}" for r in rows))
     print(f"slope {k:+.2f} s/night -> night 30 projected at {n30:.1f} s ({n30 / first['spanrl_s']:.1f}x night 1)")
 
 
