@@ -31,7 +31,7 @@ import duckdb
 
 from spanrl.layout import lake_dir
 from spanrl.sqlfiles import one, rows
-from spanrl.transitions.pipeline import LAST_BUILD_STEPS, PRIOR_STEPS, ROUND_STEPS, run_steps
+from spanrl.transitions.pipeline import LAST_BUILD_STEPS, PLAN_STEPS, PRIOR_STEPS, ROUND_STEPS, run_steps
 from spanrl.transitions.sqlfiles import read_sql, render_sql
 from spanrl.transitions.tables import global_file, segment_files
 
@@ -81,16 +81,10 @@ def plan_touched(con: duckdb.DuckDBPyConnection, data: Path, new_files: list[str
 
     Needs ``_p_*`` (``register_priors``) and ``_feedback`` (``feedback.load_feedback``)."""
     root = str(Path(data).resolve())
-    for table in ("spans", "logs"):  # incremental/_new_spans.sql, _new_logs.sql (tables: the list is bound)
-        files = [f"{root}/{f}" for f in new_files if f.startswith(f"lake/{table}/")]
-        if files:
-            con.execute(read_sql(f"incremental/_new_{table}"), {"files": files})
-        else:
-            con.execute(read_sql(f"incremental/_new_{table}_empty"))
-    con.execute("CREATE OR REPLACE TEMP TABLE _gone AS SELECT unnest($g::VARCHAR[]) AS path", {"g": gone_files})
-    con.execute("CREATE OR REPLACE TEMP TABLE _changed_feedback AS SELECT unnest($f::VARCHAR[]) AS name",
-                {"f": [Path(f).name for f in changed_feedback]})
-    con.execute(read_sql("incremental/seeds"))
+    new = {f"_new_{table}": [f"{root}/{f}" for f in new_files if f.startswith(f"lake/{table}/")]
+           for table in ("spans", "logs")}
+    run_steps(con, PLAN_STEPS[:-1], materialize=True, files=new,  # all but _touched: close_over_rollouts makes it
+              params={"_gone": {"paths": gone_files}, "_changed_feedback": {"names": [Path(f).name for f in changed_feedback]}})
     close_over_rollouts(con)
     why = {r["why"]: r["traces"] for r in rows(
         con, "SELECT why, count(DISTINCT trace_id) AS traces FROM _seeds GROUP BY why ORDER BY why")}
@@ -106,7 +100,7 @@ def close_over_rollouts(con: duckdb.DuckDBPyConnection) -> None:
     (just the seeds when none of them is a stored trace: the common night of brand-new traces)."""
     stored = one(con, "SELECT count(*) AS n FROM (SELECT DISTINCT trace_id FROM _seeds) "
                       "SEMI JOIN _p_traces USING (trace_id)")
-    con.execute(read_sql("incremental/closure" if stored["n"] else "incremental/seeds_only"))
+    run_steps(con, PLAN_STEPS[-1:], materialize=True, params={"_touched": {"stored": bool(stored["n"])}})
 
 
 def joined_older(con: duckdb.DuckDBPyConnection) -> int:
@@ -120,7 +114,7 @@ def joined_older(con: duckdb.DuckDBPyConnection) -> int:
     if not (twins or older):
         return 0  # every recomputed rollout is new, or already computed with all its traces below
     before = _count_touched(con)
-    con.execute(read_sql("incremental/seeds_joined"))  # _seeds := _touched + older rollouts' traces + twins
+    con.execute(read_sql("incremental/seeds_joined"))  # _seeds += older rollouts' traces + twins
     close_over_rollouts(con)
     return _count_touched(con) - before
 

@@ -132,6 +132,19 @@ LAST_BUILD_STEPS: list[Step] = [
     Step("_p_responses", (), "incremental/_p_responses", "view", files=True),
     Step("_p_feedback", (), "incremental/_p_feedback", "view", files=True),
 ]
+# Then the plan itself (incremental.plan_touched): what is new since the last build (``files`` steps over the new
+# lake files; bound lists of the files gone and the feedback files changed), the traces to recompute and why
+# (``_seeds``), closed over rollouts (``_touched``: closure.sql binds ``$stored``; a closure round appends
+# seeds, incremental/seeds_joined.sql, and runs the ``_touched`` step again).
+PLAN_STEPS: list[Step] = [
+    Step("_new_spans", (), "incremental/_new_spans", "table", files=True),
+    Step("_new_logs", (), "incremental/_new_logs", "table", files=True),
+    Step("_gone", (), "incremental/_gone", "table"),
+    Step("_changed_feedback", (), "incremental/_changed_feedback", "table"),
+    Step("_seeds", ("_feedback", "_changed_feedback", "_p_feedback", "_p_responses", "_new_spans", "_new_logs",
+                    "_p_traces", "_gone", "_p_rollouts"), "incremental/seeds", "table"),
+    Step("_touched", ("_seeds", "_p_rollouts"), "incremental/closure", "table"),
+]
 PRIOR_STEPS: list[Step] = [
     Step("_prior_rollout_ids", ("_p_rollouts", "_touched"), "incremental/_prior_rollout_ids", "view"),
     Step("_prior_trace_rollouts", ("_p_traces", "_touched"), "incremental/_prior_trace_rollouts", "view"),
@@ -155,11 +168,11 @@ REWRITE_STEPS: list[Step] = [
 STEP_LISTS: dict[str, list[Step]] = {"STAGE2_STEPS": STAGE2_STEPS, "TRANSITION_STEPS": TRANSITION_STEPS,
                                      "PUBLISH_STEPS": PUBLISH_STEPS, "DIGEST_STEPS": DIGEST_STEPS,
                                      "SNAPSHOT_STEPS": SNAPSHOT_STEPS, "LAST_BUILD_STEPS": LAST_BUILD_STEPS,
-                                     "PRIOR_STEPS": PRIOR_STEPS, "ROUND_STEPS": ROUND_STEPS,
+                                     "PLAN_STEPS": PLAN_STEPS, "PRIOR_STEPS": PRIOR_STEPS, "ROUND_STEPS": ROUND_STEPS,
                                      "REWRITE_STEPS": REWRITE_STEPS}
 # The lists that run on one connection, in order: each relation is made by one step of them.
 CONNECTIONS: dict[str, tuple[str, ...]] = {
-    "builder": ("LAST_BUILD_STEPS", "PRIOR_STEPS", "STAGE2_STEPS", "TRANSITION_STEPS", "ROUND_STEPS",
+    "builder": ("LAST_BUILD_STEPS", "PLAN_STEPS", "PRIOR_STEPS", "STAGE2_STEPS", "TRANSITION_STEPS", "ROUND_STEPS",
                 "REWRITE_STEPS"),  # a build's (a shard's) lake connection
     "snapshot": ("PUBLISH_STEPS", "SNAPSHOT_STEPS"),  # build.py's snapshot, over every segment
     "reader": ("DIGEST_STEPS", "SNAPSHOT_STEPS"),  # read_snapshot / content_hash / compute_advantages

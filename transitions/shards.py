@@ -40,7 +40,7 @@ import pyarrow as pa
 from spanrl.sqlfiles import one, rows, sql_literal
 from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.connect import builder_readable, open_lake, segment_sources
-from spanrl.transitions.pipeline import PUBLISH_STEPS, STAGE2_STEPS, TRANSITION_STEPS, run_steps
+from spanrl.transitions.pipeline import PLAN_STEPS, PUBLISH_STEPS, STAGE2_STEPS, TRANSITION_STEPS, run_steps
 from spanrl.transitions.sqlfiles import read_sql
 
 MAX_ROUNDS = 50  # label propagation rounds (each halves no distance guarantee, but real key graphs are shallow)
@@ -111,8 +111,12 @@ def build_shard(cfg: BuildConfig, rules: list, traces: list[str], folder: str, l
         if night:
             register_priors(con, data, night["prior"])
             con.register("_night_traces", pa.table({"trace_id": pa.array(night["touched"], pa.string())}))
-        con.execute("CREATE OR REPLACE TEMP TABLE _touched AS SELECT trace_id FROM "
-                    + ("_night_traces" if night else "_shard_traces"))
+        if night:  # the driver's plan, already closed: its traces are the seeds a closure round appends to
+            con.execute("CREATE OR REPLACE TEMP TABLE _seeds AS SELECT trace_id, 'the night''s plan' AS why "
+                        "FROM _night_traces")
+            run_steps(con, PLAN_STEPS[-1:], materialize=True, params={"_touched": {"stored": False}})
+        else:
+            con.execute("CREATE OR REPLACE TEMP TABLE _touched AS SELECT trace_id FROM _shard_traces")
         read = None
         if night:
             fill_priors(con)

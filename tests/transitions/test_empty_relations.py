@@ -19,18 +19,18 @@ SQL = Path(__file__).resolve().parents[2] / "transitions" / "sql"
 PAIRS = sorted(f"{p.parent.name}/{p.stem.removesuffix('_empty')}"
                for folder in ("incremental", "tables") for p in (SQL / folder).glob("*_empty.sql")
                if (p.parent / p.name.replace("_empty", "")).is_file())
-BOUND = {"incremental/_new_spans", "incremental/_new_logs"}  # tables: their file list is bound, not rendered
+LAKE_SHAPED = {"incremental/_new_spans", "incremental/_new_logs"}  # they read new lake files
 NEEDS = {"tables/rewards": "tables/segment_rewards_empty"}  # what a relation reads besides its files
 # files steps (pipeline.py): their files are bodies the runner creates the relation from; the others CREATE
 FILE_STEPS = {s.sql for steps in STEP_LISTS.values() for s in steps if s.files}
 
 
-def _make(con: duckdb.DuckDBPyConnection, pair: str, text: str, params: dict | None = None) -> None:
+def _make(con: duckdb.DuckDBPyConnection, pair: str, text: str) -> None:
     """Run ``pair``'s statement (or its stand-in's) ``text`` as the build does."""
     if pair in FILE_STEPS:
         create(con, pair.split("/")[1].removesuffix("_empty"), "VIEW", text)
     else:
-        con.execute(text, params) if params else con.execute(text)
+        con.execute(text)
 
 
 def _con() -> duckdb.DuckDBPyConnection:
@@ -68,13 +68,10 @@ def test_a_stand_in_has_its_relations_columns(pair: str, tmp_path: Path) -> None
     empty = _columns(con, relation)
     # one file of the stand-in's shape (for _new_*: of the lake's), read through the real statement
     parquet = tmp_path / "part.parquet"
-    source = relation.removeprefix("_new_") if pair in BOUND else relation
+    source = relation.removeprefix("_new_") if pair in LAKE_SHAPED else relation
     con.execute(f"COPY (SELECT * FROM {source}) TO '{parquet}'")
     _drop(con, relation)
-    if pair in BOUND:
-        _make(con, pair, read_sql(pair), {"files": [str(parquet)]})
-    else:
-        _make(con, pair, render_sql(pair, files=[str(parquet)]))
+    _make(con, pair, render_sql(pair, files=[str(parquet)]))
     assert _columns(con, relation) == empty, f"{pair}_empty.sql: give it the columns of {pair}.sql"
 
 

@@ -8,7 +8,8 @@
 -- Inputs: _new_spans(trace_id), _new_logs(trace_id, response_id), _gone(path), _changed_feedback(name),
 -- _feedback (this run's feedback rows), _p_traces, _p_rollouts, _p_responses, _p_feedback (last build).
 -- Output: _seeds(trace_id, why), closed over rollouts by closure.sql.
-CREATE OR REPLACE TEMP TABLE _seeds AS
+-- reads: _feedback, _changed_feedback, _p_feedback, _p_responses, _new_spans, _new_logs, _p_traces, _gone, _p_rollouts
+-- creates: _seeds
 WITH changed_feedback AS (
     SELECT rollout_id, trace_id, response_id FROM _feedback
     WHERE parse_filename(file) IN (SELECT name FROM _changed_feedback)
