@@ -104,7 +104,7 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict:
             policies = ["--policy", f"original={root}/p/calc/0001/v1"]
             if latest != "0001":
                 policies += ["--policy", f"latest={root}/p/calc/{latest}/v1"]
-            run([*SPANRL, "eval", "--data", str(data), "--tasks", str(heldout), "--n", str(args.n), *policies,
+            run([*SPANRL, "eval", "--data", str(data), "--tasks", str(heldout), "--n", str(args.heldout_n or args.n), *policies,
                  "--concurrency", str(args.concurrency), "--score", SCORE, "--timeout", "600s", "--out", str(data / "eval-prompts"), "--", *agent(heldout)])
         finally:
             gw.terminate()
@@ -115,7 +115,7 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict:
     doc = json.loads((data / "eval-prompts" / "eval.json").read_text())
     cmp = (doc["comparisons"] or [{}])[0]
     report = json.loads((data / "prompts" / "calc" / "_optimize" / "report.json").read_text())
-    return {"seed": seed, "heldout_tasks": args.heldout, "n": args.n, "budget": args.budget, "pool": args.pool,
+    return {"seed": seed, "heldout_tasks": args.heldout, "n": args.n, "heldout_n": args.heldout_n or args.n, "budget": args.budget, "pool": args.pool,
             "train_tasks": args.train, "val_fraction": round(args.val_fraction, 3), "demos": args.demos,
             "demo_sets": args.demo_sets, "optimize_verdict": report.get("verdict"),
             "optimize_validation": (report.get("validation") or {}).get("comparison"),
@@ -139,7 +139,8 @@ def main() -> None:
     parser.add_argument("--port-base", type=int, default=18400,
                         help="seed S uses ports BASE+10S .. +2 (serve, gateway, gateway --prompts): fixed, so a rerun resumes")
     parser.add_argument("--heldout", type=int, default=64, help="held-out tasks (the demo's 64)")
-    parser.add_argument("--n", type=int, default=2)
+    parser.add_argument("--n", type=int, default=2, help="samples per task: pool, optimizer, held-out")
+    parser.add_argument("--heldout-n", type=int, default=None, help="samples per held-out task (default --n)")
     parser.add_argument("--budget", type=int, default=320)
     parser.add_argument("--concurrency", type=int, default=32,
                         help="agent processes at once in every phase: spanrl serve batches their requests, so more at "

@@ -25,9 +25,11 @@ REWRITE = ("The agent's system prompt is:\n<prompt>\n{prompt}\n</prompt>\n\nA cr
 
 def _eligible(examples: list[Example], exclude_inputs: set[str]) -> list[Example]:
     """Rollouts that may be shown: reward above 0, an answer, a task not being scored (no answer of a scored
-    task leaks into its prompt), one per task; highest reward first."""
+    task leaks into its prompt), one per task; highest reward first and, at equal reward, those that took
+    steps (tool calls) first: a worked example shows how, and a lucky answer without the agent's tools
+    teaches skipping them (found on the demo's calculator agent: "Final answer: If 4 bags contain ...")."""
     seen, out = set(), []
-    for e in sorted(examples, key=lambda e: (-e.reward, e.rollout_id)):
+    for e in sorted(examples, key=lambda e: (-e.reward, not e.steps, e.rollout_id)):
         if e.reward <= 0 or not e.answer or e.input.strip() in exclude_inputs or e.task_id in exclude_inputs \
                 or e.input in seen:  # a failure is no example to follow
             continue
@@ -45,12 +47,15 @@ def demonstrations(prompt: str, examples: list[Example], exclude_inputs: set[str
                    seed: int = 0) -> list[str]:
     """Up to ``sets`` candidates, each ``prompt`` + ``k`` worked examples (DSPy's bootstrapped few-shot with
     random search): the first shows the ``k`` highest-reward rollouts; the others seeded random draws of
-    ``k`` from the best ones (those at the top reward, or the top ``2k`` when fewer reach it), so which
-    examples help is found by scoring, not guessed. Empty when no rollout qualifies."""
+    ``k`` from the best ones (those at the top reward that took steps, all at the top reward when fewer
+    than ``k`` did, or the top ``2k`` when fewer reach it), so which examples help is found by scoring,
+    not guessed. Empty when no rollout qualifies."""
     pool = _eligible(examples, exclude_inputs)
     if not pool:
         return []
     top = [e for e in pool if e.reward == pool[0].reward]
+    stepped = [e for e in top if e.steps]
+    top = stepped if len(stepped) >= k else top
     best = top if len(top) > k else pool[:2 * k]
     rng = random.Random(seed)
     out, drawn = [_with_demos(prompt, pool[:k])], {frozenset(e.rollout_id for e in pool[:k])}

@@ -32,6 +32,16 @@ def test_the_first_set_is_the_best_rollouts_and_the_others_are_distinct_draws_fr
     assert demonstrations(PROMPT, examples, {"What is 2+2?"}, 3, 4, seed=1)[1:] != sets[1:]
 
 
+def test_a_lucky_answer_without_steps_is_shown_only_when_too_few_rollouts_took_steps() -> None:
+    lucky = [Example(f"l{i}", f"What is {i}+{i}?", [], str(2 * i), 1.0, PROMPT, None, f"a{i:02d}") for i in (20, 21)]
+    examples = [_ex(i, 1.0) for i in range(1, 6)] + lucky  # the lucky ones sort first by rollout id
+    sets = demonstrations(PROMPT, examples, set(), k=3, sets=4, seed=0)
+    assert _shown(sets[0]) == {"1", "2", "3"} and len(sets) == 4
+    assert not any({"20", "21"} & _shown(s) for s in sets)  # enough rollouts took steps: no lucky answer shown
+    few = demonstrations(PROMPT, [_ex(1, 1.0), *lucky], set(), k=2, sets=4, seed=0)
+    assert _shown(few[0]) == {"1", "20"}  # one took steps: it comes first, a lucky one fills the set
+
+
 def test_few_successes_fill_from_the_next_best_and_a_small_pool_gives_fewer_sets() -> None:
     examples = [_ex(1, 1.0), _ex(2, 0.2), _ex(3, 0.2), _ex(4, 0.0)]
     sets = demonstrations(PROMPT, examples, set(), k=2, sets=4, seed=0)
