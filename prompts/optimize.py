@@ -178,6 +178,7 @@ def _decide(cfg: OptimizeConfig, scorer: Scorer, current: PromptVersion, staged:
         **({"validation": report["validation"]} if "validation" in report else {}),
         "rollout_ids": scorer.rollout_ids(best), "baseline_rollout_ids": scorer.rollout_ids(current.version)}
     record_evidence(cfg.data, cfg.agent, best, evidence)
+    report["used_rollouts"] = scorer.used  # the validation runs included
     if report["verdict"] == BETTER and cfg.promote_if_better:
         promote_version(cfg.data, cfg.agent, best)
         report["promoted"] = True
