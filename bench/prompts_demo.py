@@ -133,7 +133,7 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=24, help="training tasks whose rollouts seed the lake")
     parser.add_argument("--train", type=int, default=48, help="tasks the optimizer scores on (train + validation)")
     parser.add_argument("--val-fraction", type=float, default=2 / 3,
-                        help="their share for validation: 32 of 48, so a +0.1 effect can reach a 'better' verdict")
+                        help="their share for validation: 32 of 48 (8 of 16 before 2026-12-07)")
     parser.add_argument("--demos", type=int, default=4, help="worked examples per demonstrations candidate")
     parser.add_argument("--demo-sets", type=int, default=4, help="demonstrations candidates (random draws)")
     parser.add_argument("--port-base", type=int, default=18400,

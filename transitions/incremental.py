@@ -36,6 +36,9 @@ from spanrl.transitions.sqlfiles import read_sql, render_sql
 from spanrl.transitions.tables import global_file, segment_files
 
 MAX_CLOSURE_ROUNDS = 8  # each round only when a recomputed trace joined an older rollout (rare)
+# the plan's steps up to _seeds (once per build), and _touched (once per closure round, close_over_rollouts)
+SEED_STEPS = [s for s in PLAN_STEPS if s.creates != "_touched"]
+TOUCHED_STEPS = [s for s in PLAN_STEPS if s.creates == "_touched"]
 
 
 @dataclass
@@ -83,7 +86,7 @@ def plan_touched(con: duckdb.DuckDBPyConnection, data: Path, new_files: list[str
     root = str(Path(data).resolve())
     new = {f"_new_{table}": [f"{root}/{f}" for f in new_files if f.startswith(f"lake/{table}/")]
            for table in ("spans", "logs")}
-    run_steps(con, PLAN_STEPS[:-1], materialize=True, files=new,  # all but _touched: close_over_rollouts makes it
+    run_steps(con, SEED_STEPS, materialize=True, files=new,
               params={"_gone": {"paths": gone_files}, "_changed_feedback": {"names": [Path(f).name for f in changed_feedback]}})
     close_over_rollouts(con)
     why = {r["why"]: r["traces"] for r in rows(
@@ -95,12 +98,14 @@ def _count_touched(con: duckdb.DuckDBPyConnection) -> int:
     return one(con, "SELECT count(*) AS traces FROM _touched")["traces"]
 
 
-def close_over_rollouts(con: duckdb.DuckDBPyConnection) -> None:
+def close_over_rollouts(con: duckdb.DuckDBPyConnection, stored: bool | None = None) -> None:
     """``_touched`` := ``_seeds``' traces plus every trace of an older rollout that shares one with them
-    (just the seeds when none of them is a stored trace: the common night of brand-new traces)."""
-    stored = one(con, "SELECT count(*) AS n FROM (SELECT DISTINCT trace_id FROM _seeds) "
-                      "SEMI JOIN _p_traces USING (trace_id)")
-    run_steps(con, PLAN_STEPS[-1:], materialize=True, params={"_touched": {"stored": bool(stored["n"])}})
+    (just the seeds when none of them is a stored trace: the common night of brand-new traces; ``stored``
+    False: the seeds are a plan already closed, a sharded night's worker's)."""
+    if stored is None:
+        stored = bool(one(con, "SELECT count(*) AS n FROM (SELECT DISTINCT trace_id FROM _seeds) "
+                               "SEMI JOIN _p_traces USING (trace_id)")["n"])
+    run_steps(con, TOUCHED_STEPS, materialize=True, params={"_touched": {"stored": stored}})
 
 
 def joined_older(con: duckdb.DuckDBPyConnection) -> int:

@@ -40,7 +40,7 @@ import pyarrow as pa
 from spanrl.sqlfiles import one, rows, sql_literal
 from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.connect import builder_readable, open_lake, segment_sources
-from spanrl.transitions.pipeline import PLAN_STEPS, PUBLISH_STEPS, STAGE2_STEPS, TRANSITION_STEPS, run_steps
+from spanrl.transitions.pipeline import PUBLISH_STEPS, STAGE2_STEPS, TRANSITION_STEPS, run_steps
 from spanrl.transitions.sqlfiles import read_sql
 
 MAX_ROUNDS = 50  # label propagation rounds (each halves no distance guarantee, but real key graphs are shallow)
@@ -93,6 +93,7 @@ def build_shard(cfg: BuildConfig, rules: list, traces: list[str], folder: str, l
     from spanrl.transitions import quarantine
     from spanrl.transitions.credit import builder_transitions_sql
     from spanrl.transitions.incremental import (
+        close_over_rollouts,
         files_of_touched,
         fill_priors,
         joined_older,
@@ -114,7 +115,7 @@ def build_shard(cfg: BuildConfig, rules: list, traces: list[str], folder: str, l
         if night:  # the driver's plan, already closed: its traces are the seeds a closure round appends to
             con.execute("CREATE OR REPLACE TEMP TABLE _seeds AS SELECT trace_id, 'the night''s plan' AS why "
                         "FROM _night_traces")
-            run_steps(con, PLAN_STEPS[-1:], materialize=True, params={"_touched": {"stored": False}})
+            close_over_rollouts(con, stored=False)
         else:
             con.execute("CREATE OR REPLACE TEMP TABLE _touched AS SELECT trace_id FROM _shard_traces")
         read = None

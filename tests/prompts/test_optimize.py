@@ -87,8 +87,9 @@ def test_a_better_rewrite_is_scored_and_promoted(lake) -> None:
     assert WEAK in critique_request and "I am not sure." in critique_request and "Reward: 0" in critique_request
     assert "promoted, LATEST = " + latest.version in res.output
     report = json.loads((data / "prompts" / "calc-a" / "_optimize" / "report.json").read_text())
-    scored = [evidence["train"]["current"], *evidence["validation"].values()]
-    assert report["used_rollouts"] >= sum(s["samples"] for s in scored if "samples" in s) + 2  # validation counted
+    validation = [evidence["validation"]["current"], evidence["validation"]["candidate"]]
+    # every agent run the optimization spent: each version's train samples and both validation runs
+    assert report["used_rollouts"] == sum(s["samples"] for s in [*report["train"].values(), *validation])
     # the scoring rollouts are evaluation runs: kept out of training snapshots
     assert all(p.name.startswith("eval-") for p in (data / "runs").iterdir()
                if json.loads((p / "run.json").read_text())["command"][-2] == "calc-a" and "/p/" in
