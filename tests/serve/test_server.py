@@ -148,19 +148,31 @@ def test_tools_render_into_the_prompt(client: openai.OpenAI, served) -> None:
 
 
 def test_tool_call_reply_parsed_end_to_end(client: openai.OpenAI, served, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The random model never writes the tool format, so this one test forces the engine's output
-    tokens (everything after the engine - parsing, API shape, openai SDK - is real)."""
+    """The random model never writes the tool format, so this one test forces the engine's sampled
+    tokens (everything after the sampler - decode loop, parsing, API shape, openai SDK - is real). The
+    sampler, not the decode loop, is replaced: with continuous batching a request may join a decode loop
+    that an earlier test's request started, which a replaced loop would miss (a flake under load)."""
     running, _ = served
     engine = running.server.engine
+    eos = engine.tokenizer.eos_token_id
     forced = engine.tokenizer('Let me add.\n<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 40}}\n'
-                              "</tool_call>", add_special_tokens=False)["input_ids"]
+                              "</tool_call>", add_special_tokens=False)["input_ids"] + [eos]
 
-    def fake_decode(seqs, *_callbacks) -> None:
+    def forced_step(_logits, seqs, _generators) -> list[int]:
+        tokens = []
         for s in seqs:
-            s.output_ids, s.logprobs, s.raw_logprobs = forced + [engine.tokenizer.eos_token_id], [0.0] * (len(forced) + 1), [0.0] * (len(forced) + 1)
-            s.finish_reason = "stop"
+            if s.finish_reason:
+                tokens.append(engine.pad_id)
+                continue
+            tok = forced[len(s.output_ids)]
+            s.output_ids.append(tok)
+            s.logprobs.append(0.0)
+            s.raw_logprobs.append(0.0)
+            s.finish_reason = "stop" if tok == eos else None
+            tokens.append(tok)
+        return tokens
 
-    monkeypatch.setattr(engine, "_decode", fake_decode)
+    monkeypatch.setattr(engine, "_sample_step", forced_step)
     resp = client.chat.completions.create(model=NAME, messages=HELLO, tools=[ADD_TOOL])
     choice = resp.choices[0]
     assert choice.finish_reason == "tool_calls" and choice.message.content == "Let me add."
