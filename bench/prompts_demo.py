@@ -130,24 +130,24 @@ def main() -> None:
     parser.add_argument("--data", required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--model", default=None, help="base model folder (default: the demo's SmolLM2, prepared)")
-    parser.add_argument("--pool", type=int, default=24, help="training tasks whose rollouts seed the lake")
-    parser.add_argument("--train", type=int, default=48, help="tasks the optimizer scores on (train + validation)")
-    parser.add_argument("--val-fraction", type=float, default=2 / 3,
-                        help="their share for validation: 32 of 48 (8 of 16 before 2026-12-07)")
+    parser.add_argument("--pool", type=int, default=64, help="training tasks whose rollouts seed the lake")
+    parser.add_argument("--train", type=int, default=80, help="tasks the optimizer scores on (train + validation)")
+    parser.add_argument("--val-fraction", type=float, default=0.8,
+                        help="their share for validation: 64 of 80 (32 of 48 on 2026-12-07, 8 of 16 before)")
     parser.add_argument("--demos", type=int, default=4, help="worked examples per demonstrations candidate")
-    parser.add_argument("--demo-sets", type=int, default=4, help="demonstrations candidates (random draws)")
+    parser.add_argument("--demo-sets", type=int, default=4, help="demonstrations candidates")
     parser.add_argument("--port-base", type=int, default=18400,
                         help="seed S uses ports BASE+10S .. +2 (serve, gateway, gateway --prompts): fixed, so a rerun resumes")
     parser.add_argument("--heldout", type=int, default=64, help="held-out tasks (the demo's 64)")
     parser.add_argument("--n", type=int, default=2, help="samples per task: pool, optimizer, held-out")
     parser.add_argument("--heldout-n", type=int, default=None, help="samples per held-out task (default --n)")
-    parser.add_argument("--budget", type=int, default=320)
+    parser.add_argument("--budget", type=int, default=480)
     parser.add_argument("--concurrency", type=int, default=32,
                         help="agent processes at once in every phase: spanrl serve batches their requests, so more at "
                              "once is more done per second on CPU (the demo runs 64; the commands' default is 4-8)")
     parser.add_argument("--optimizer-url", default=None)
     parser.add_argument("--optimizer-model", default=None)
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "prompts_demo_demo_sets.jsonl"))
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "prompts_demo_coverage.jsonl"))
     args = parser.parse_args()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

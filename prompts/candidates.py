@@ -24,14 +24,18 @@ REWRITE = ("The agent's system prompt is:\n<prompt>\n{prompt}\n</prompt>\n\nA cr
 
 
 def _eligible(examples: list[Example], exclude_inputs: set[str]) -> list[Example]:
-    """Rollouts that may be shown: reward above 0, an answer, a task not being scored (no answer of a scored
-    task leaks into its prompt), one per task; highest reward first and, at equal reward, those that took
-    steps (tool calls) first: a worked example shows how, and a lucky answer without the agent's tools
-    teaches skipping them (found on the demo's calculator agent: "Final answer: If 4 bags contain ...")."""
+    """Rollouts that may be shown: reward above 0 and in the upper half of the agent's reward range (a
+    partial credit, like the calculator agent's 0.2 for a tool call that ran with the wrong numbers, is a
+    failure to imitate, not an example), an answer, a task not being scored (no answer of a scored task
+    leaks into its prompt), one per task; highest reward first and, at equal reward, those that took steps
+    (tool calls) first: a worked example shows how, and a lucky answer without the agent's tools teaches
+    skipping them (found on the demo's calculator agent: "Final answer: If 4 bags contain ...")."""
+    rewards = [e.reward for e in examples]
+    floor = max(0.0, (max(rewards) + min(rewards)) / 2) if rewards else 0.0
     seen, out = set(), []
     for e in sorted(examples, key=lambda e: (-e.reward, not e.steps, e.rollout_id)):
-        if e.reward <= 0 or not e.answer or e.input.strip() in exclude_inputs or e.task_id in exclude_inputs \
-                or e.input in seen:  # a failure is no example to follow
+        if e.reward <= 0 or (e.reward < floor) or not e.answer or e.input.strip() in exclude_inputs \
+                or e.task_id in exclude_inputs or e.input in seen:  # a failure is no example to follow
             continue
         seen.add(e.input)
         out.append(e)
@@ -43,13 +47,45 @@ def _with_demos(prompt: str, picked: list[Example]) -> str:
     return prompt.rstrip() + DEMO_HEADER + body
 
 
+_TOKEN = re.compile(r"[^\W\d]+|#|[^\w\s]")
+
+
+def _features(e: Example) -> frozenset[str]:
+    """What kind of task an example is and what the agent did for it: the words and symbols of the task and
+    its tool calls, every number masked (two tasks of one kind differ in their numbers, not their shape)."""
+    text = re.sub(r"\d+(?:\.\d+)?", "#", f"{e.input} {' '.join(e.steps)}".lower())
+    return frozenset(_TOKEN.findall(text))
+
+
+def _distance(a: frozenset[str], b: frozenset[str]) -> float:
+    return 1.0 - len(a & b) / len(a | b) if a | b else 0.0
+
+
+def _cover(ranked: list[Example], k: int, start: Example) -> list[Example]:
+    """``k`` examples from ``ranked`` (best first) that cover its kinds of task: from ``start``, each next one
+    the farthest from those already picked (Gonzalez's k-center), among the best tier left (same reward,
+    steps or not) so that coverage never trades a success for a lesser rollout; ties go to rank order."""
+    feats = {e.rollout_id: _features(e) for e in ranked}
+    picked, rest = [start], [e for e in ranked if e is not start]
+    while rest and len(picked) < k:
+        best = max((e.reward, bool(e.steps)) for e in rest)
+        tier = [e for e in rest if (e.reward, bool(e.steps)) == best]
+        far = max(tier, key=lambda e: min(_distance(feats[e.rollout_id], feats[p.rollout_id]) for p in picked))
+        picked.append(far)
+        rest.remove(far)
+    return picked
+
+
 def demonstrations(prompt: str, examples: list[Example], exclude_inputs: set[str], k: int, sets: int = 1,
                    seed: int = 0) -> list[str]:
     """Up to ``sets`` candidates, each ``prompt`` + ``k`` worked examples (DSPy's bootstrapped few-shot with
-    random search): the first shows the ``k`` highest-reward rollouts; the others seeded random draws of
-    ``k`` from the best ones (those at the top reward that took steps, all at the top reward when fewer
-    than ``k`` did, or the top ``2k`` when fewer reach it), so which examples help is found by scoring,
-    not guessed. Empty when no rollout qualifies."""
+    random search, the examples chosen for coverage): the first starts from the highest-reward rollout and
+    adds, each time, the one least like those picked (another kind of task, another use of the tools); the
+    others do the same from a seeded random start among the best ones (those at the top reward that took
+    steps, all at the top reward when fewer than ``k`` did, or the top ``2k`` when fewer reach it), so which
+    set helps is found by scoring, not guessed. Drawn at random instead, the demo's calculator agent got
+    sets of its easy task kinds, which it already solves, and none of the kinds it fails
+    (docs/prompts.md). Empty when no rollout qualifies."""
     pool = _eligible(examples, exclude_inputs)
     if not pool:
         return []
@@ -58,11 +94,13 @@ def demonstrations(prompt: str, examples: list[Example], exclude_inputs: set[str
     top = stepped if len(stepped) >= k else top
     best = top if len(top) > k else pool[:2 * k]
     rng = random.Random(seed)
-    out, drawn = [_with_demos(prompt, pool[:k])], {frozenset(e.rollout_id for e in pool[:k])}
-    for _ in range(20 * sets):  # a small pool has fewer distinct draws than asked for
+    first = _cover(best if len(best) >= k else pool, k, best[0])
+    out, drawn = [_with_demos(prompt, first)], {frozenset(e.rollout_id for e in first)}
+    for _ in range(20 * sets):  # a small pool has fewer distinct sets than asked for
         if len(out) >= sets or len(best) <= k:
             break
-        picked = rng.sample(best, k)
+        order = rng.sample(best, len(best))  # a random start, and random order among equally far ones
+        picked = _cover(order, k, order[0])
         key = frozenset(e.rollout_id for e in picked)
         if key not in drawn:
             drawn.add(key)
