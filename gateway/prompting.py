@@ -8,8 +8,9 @@ the first of these that has a prompt in the store wins. The prompt is the agent'
 version the URL pins (``/p/<agent>/<version>/v1``: how ``spanrl prompts optimize`` scores a staged
 candidate without moving LATEST). What is replaced: the first ``system`` / ``developer`` message of a
 chat completion, a Responses call's ``instructions``, a Messages call's ``system``; a call without one
-is sent as it came. The span records ``spanrl.prompt.original_sha256`` (whenever a system prompt was
-sent) and, when one was put in, ``spanrl.prompt.agent`` / ``.version`` / ``.source``.
+is sent as it came. A version's worked examples as conversation turns go in with it (gateway/turns.py).
+The span records ``spanrl.prompt.original_sha256`` (whenever a system prompt was sent) and, when one was
+put in, ``spanrl.prompt.agent`` / ``.version`` / ``.source`` and ``.turns`` (the chat messages added).
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from aiohttp import web
 from spanrl.errors import InputError
 from spanrl.gateway.calls import Call
 from spanrl.gateway.headers import AGENT_HEADER
+from spanrl.gateway.turns import insert_turns
 from spanrl.prompts.store import PromptVersion, agent_for_hash, latest_version, read_version, text_sha256
 from spanrl.serve.api import ApiError
 
 PINNED = "/p/{prompt_agent}/{prompt_version}"  # URL prefix: apply this stored version (agent, version)
-VERSION, AGENT, ORIGINAL, SOURCE = ("spanrl.prompt.version", "spanrl.prompt.agent", "spanrl.prompt.original_sha256",
-                                    "spanrl.prompt.source")
+VERSION, AGENT, ORIGINAL, SOURCE, TURNS = ("spanrl.prompt.version", "spanrl.prompt.agent",
+                                           "spanrl.prompt.original_sha256", "spanrl.prompt.source", "spanrl.prompt.turns")
 ROLES = ("system", "developer")
 
 
@@ -100,4 +102,6 @@ def apply_prompt(prompts: bool, data: Path, request: web.Request, call: Call) ->
     holder, key = slot  # type: ignore[misc]
     holder[key] = chosen.text
     attrs.update({AGENT: chosen.agent, VERSION: chosen.version, SOURCE: source})
+    if chosen.turns:
+        attrs[TURNS] = insert_turns(call.body, call.route, holder, chosen.turns)
     return attrs

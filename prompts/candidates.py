@@ -1,5 +1,5 @@
-"""Candidate prompts: (b) demonstrations from the best rollouts of other tasks, appended to the prompt
-(no model needed); (a) APO / ProTeGi-style textual gradients from an optimizer model (any
+"""Candidate prompts: (b) demonstrations from the best rollouts of other tasks, appended to the prompt or
+given as conversation turns (no model needed); (a) APO / ProTeGi-style textual gradients from an optimizer model (any
 OpenAI-compatible endpoint): a critique of the prompt from failed and successful rollouts, then
 rewrites that apply it (docs/prompts.md, "Method")."""
 
@@ -9,6 +9,7 @@ import os
 import random
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from spanrl.errors import InputError
 from spanrl.prompts.lake import Example
@@ -42,7 +43,7 @@ def _eligible(examples: list[Example], exclude_inputs: set[str]) -> list[Example
     return out
 
 
-def _with_demos(prompt: str, picked: list[Example]) -> str:
+def with_demos(prompt: str, picked: list[Example]) -> str:
     body = "\n\n".join(f"Example {i}:\n{e.render(with_reward=False)}" for i, e in enumerate(picked, 1))
     return prompt.rstrip() + DEMO_HEADER + body
 
@@ -76,16 +77,16 @@ def _cover(ranked: list[Example], k: int, start: Example) -> list[Example]:
     return picked
 
 
-def demonstrations(prompt: str, examples: list[Example], exclude_inputs: set[str], k: int, sets: int = 1,
-                   seed: int = 0) -> list[str]:
-    """Up to ``sets`` candidates, each ``prompt`` + ``k`` worked examples (DSPy's bootstrapped few-shot with
-    random search, the examples chosen for coverage): the first starts from the highest-reward rollout and
-    adds, each time, the one least like those picked (another kind of task, another use of the tools); the
-    others do the same from a seeded random start among the best ones (those at the top reward that took
-    steps, all at the top reward when fewer than ``k`` did, or the top ``2k`` when fewer reach it), so which
-    set helps is found by scoring, not guessed. Drawn at random instead, the demo's calculator agent got
-    sets of its easy task kinds, which it already solves, and none of the kinds it fails
-    (docs/prompts.md). Empty when no rollout qualifies."""
+def demo_sets(examples: list[Example], exclude_inputs: set[str], k: int, sets: int = 1,
+              seed: int = 0) -> list[list[Example]]:
+    """Up to ``sets`` sets of ``k`` worked examples (DSPy's bootstrapped few-shot with random search, the
+    examples chosen for coverage): the first starts from the highest-reward rollout and adds, each time,
+    the one least like those picked (another kind of task, another use of the tools); the others do the
+    same from a seeded random start among the best ones (those at the top reward that took steps, all at
+    the top reward when fewer than ``k`` did, or the top ``2k`` when fewer reach it), so which set helps
+    is found by scoring, not guessed. Drawn at random instead, the demo's calculator agent got sets of
+    the task kinds it already solves and none of those it fails (docs/prompts.md). Empty when no
+    rollout qualifies."""
     pool = _eligible(examples, exclude_inputs)
     if not pool:
         return []
@@ -94,8 +95,8 @@ def demonstrations(prompt: str, examples: list[Example], exclude_inputs: set[str
     top = stepped if len(stepped) >= k else top
     best = top if len(top) > k else pool[:2 * k]
     rng = random.Random(seed)
-    first = _cover(best if len(best) >= k else pool, k, best[0])
-    out, drawn = [_with_demos(prompt, first)], {frozenset(e.rollout_id for e in first)}
+    out = [_cover(best if len(best) >= k else pool, k, best[0])]
+    drawn = {frozenset(e.rollout_id for e in out[0])}
     for _ in range(20 * sets):  # a small pool has fewer distinct sets than asked for
         if len(out) >= sets or len(best) <= k:
             break
@@ -104,8 +105,21 @@ def demonstrations(prompt: str, examples: list[Example], exclude_inputs: set[str
         key = frozenset(e.rollout_id for e in picked)
         if key not in drawn:
             drawn.add(key)
-            out.append(_with_demos(prompt, picked))
+            out.append(picked)
     return out
+
+
+def demonstrations(prompt: str, examples: list[Example], exclude_inputs: set[str], k: int, sets: int = 1,
+                   seed: int = 0) -> list[str]:
+    """``demo_sets`` as text: each candidate is ``prompt`` + its worked examples."""
+    return [with_demos(prompt, picked) for picked in demo_sets(examples, exclude_inputs, k, sets, seed)]
+
+
+def as_turns(picked: list[Example]) -> list[dict[str, Any]]:
+    """A set's worked examples as conversation turns (gateway/turns.py puts them after the system message):
+    each rollout's own task, tool calls, results and answer, as the model produced them; a rollout the
+    lake cannot give as turns is left out."""
+    return [dict(m) for e in picked for m in e.turns]
 
 
 def for_critique(examples: list[Example], failures: int = 4, successes: int = 2) -> list[Example]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +13,11 @@ from spanrl.config import click_options, resolve
 from spanrl.errors import InputError
 from spanrl.options import data_option
 from spanrl.prompts.config import OPTIMIZE_FLAGS, OptimizeConfig, PromptStoreFlags
+
+if TYPE_CHECKING:
+    from spanrl.prompts.store import PromptVersion
+
+TURNS_MARK = "--- turns: chat messages the gateway puts right after the system message ---"
 
 
 @click.group()
@@ -50,12 +56,24 @@ def list_prompts(data: Path) -> None:
 @click.argument("version", required=False)
 @click_options(PromptStoreFlags, "meta")
 def show(data: Path, agent: str, version: str | None, meta: bool | None) -> None:
-    """Print an agent's prompt (LATEST, or VERSION) or, with --meta, its meta (JSON)."""
+    """Print an agent's prompt (LATEST, or VERSION) and its conversation turns, or, with --meta, its meta (JSON)."""
     from spanrl.prompts.store import read_version
 
     flags = resolve(PromptStoreFlags, {"data": data, "meta": meta}, None)
     v = read_version(data, agent, version)
-    click.echo(json.dumps(v.meta, indent=2) if flags.meta else v.text)
+    click.echo(json.dumps(v.meta, indent=2) if flags.meta else _full_text(v))
+
+
+def _lines(v: PromptVersion) -> list[str]:
+    text = _full_text(v)
+    return (text if text.endswith("\n") else text + "\n").splitlines(keepends=True)
+
+
+def _full_text(v: PromptVersion) -> str:
+    """The prompt and, when it has them, its turns (one message per line after a marker): what show and diff print."""
+    if not v.turns:
+        return v.text
+    return v.text.rstrip("\n") + f"\n{TURNS_MARK}\n" + "\n".join(json.dumps(m, ensure_ascii=False) for m in v.turns)
 
 
 @prompts.command()
@@ -86,11 +104,11 @@ def promote(data: Path, agent: str, version: str, if_better: bool | None) -> Non
 @click.argument("v1")
 @click.argument("v2")
 def diff(data: Path, agent: str, v1: str, v2: str) -> None:
-    """Unified diff of two versions of AGENT's prompt."""
+    """Unified diff of two versions of AGENT's prompt (and of their conversation turns)."""
     from spanrl.prompts.store import read_version
 
     a, b = read_version(data, agent, v1), read_version(data, agent, v2)
-    lines = difflib.unified_diff(a.text.splitlines(keepends=True), b.text.splitlines(keepends=True),
+    lines = difflib.unified_diff(_lines(a), _lines(b),
                                  fromfile=f"{agent}/{a.version}", tofile=f"{agent}/{b.version}")
     click.echo("".join(lines), nl=False)
 

@@ -46,8 +46,12 @@ class OptimizeConfig:
     beam: int = knob(2, "Prompts kept as parents for the next round.")
     rounds: int = knob(1, "APO rounds (critique -> rewrites -> scoring).")
     demos: int = knob(4, "Worked examples in each demonstrations candidate.")
-    demo_sets: int = knob(4, "Demonstrations candidates: the best rollouts, then seeded random draws from them "
+    demo_sets: int = knob(4, "Sets of worked examples: the best rollouts, then seeded random draws from them, each "
+                          "covering the kinds of task they show "
                           "(scored like any candidate; 1 = only the best).")
+    demo_form: str = knob("both", "How a set of worked examples is given: as text in the system prompt, as "
+                          "conversation turns before the agent's own messages (the gateway puts them in), or both "
+                          "(a candidate of each).", choices=("text", "turns", "both"))
     promote_if_better: bool = knob(True, "Promote the winner when the paired comparison on validation says better.",
                                    flag="--promote-if-better/--no-promote", show="promote-if-better")
     level: float = knob(0.95, "Confidence level of the paired interval.")
@@ -77,7 +81,7 @@ class OptimizeConfig:
 
 # the flags of `spanrl prompts optimize`, in --help order (--data is the shared data_option)
 OPTIMIZE_FLAGS = ("agent", "tasks", "score", "upstream", "gateway", "optimizer_url", "optimizer_model", "budget_rollouts",
-                  "n", "val_fraction", "candidates", "beam", "rounds", "demos", "demo_sets", "promote_if_better", "level", "seed",
+                  "n", "val_fraction", "candidates", "beam", "rounds", "demos", "demo_sets", "demo_form", "promote_if_better", "level", "seed",
                   "concurrency", "timeout_s", "config_file")
 
 

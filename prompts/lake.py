@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from spanrl.sqlfiles import SqlFiles
 
 SQL = SqlFiles("spanrl.prompts")
 MAX_PART_CHARS = 400  # one tool argument, tool result or answer in a rendered example, at most
+MAX_TURNS_CHARS = 4000  # a rollout's own turns, all together, at most: a longer one is shown as text only
 
 
 @dataclass
@@ -29,6 +30,7 @@ class Example:
     system_prompt: str | None = None
     prompt_version: str | None = None
     rollout_id: str = ""
+    turns: list[dict[str, Any]] = field(default_factory=list)  # the task, the calls, results and answer as chat
 
     def render(self, with_reward: bool = True) -> str:
         lines = [f"Task: {self.input.strip()}"]
@@ -72,6 +74,42 @@ def _steps(prompt: str | None, skip: int = 0) -> list[str]:
     return steps
 
 
+def _message(m: Any) -> dict[str, Any] | None:
+    """A chat message as a turn to show again: role, text, tool calls and the call a result answers."""
+    if not isinstance(m, dict) or m.get("role") not in ("user", "assistant", "tool"):
+        return None
+    out: dict[str, Any] = {"role": m["role"], "content": _content(m)}
+    calls = [{"id": str(c.get("id") or ""), "type": "function",
+              "function": {"name": str((c.get("function") or {}).get("name") or ""),
+                           "arguments": _arguments((c.get("function") or {}).get("arguments"))}}
+             for c in m.get("tool_calls") or [] if isinstance(c, dict)]
+    if calls:
+        out["tool_calls"] = calls
+    if m["role"] == "tool":
+        out["tool_call_id"] = str(m.get("tool_call_id") or "")
+    return out
+
+
+def _arguments(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value if value is not None else {})
+
+
+def _turns(prompt: str | None, answer: str | None, first: int) -> list[dict[str, Any]]:
+    """The rollout as conversation: its last call's messages from the task (the first call's last message,
+    a user turn: the agent's own examples before it are not this rollout's) and the answer; empty when
+    that is not what the prompt holds, or the whole is longer than MAX_TURNS_CHARS."""
+    try:
+        messages, reply = json.loads(prompt or "[]"), json.loads(answer or "null")
+    except ValueError:
+        return []
+    if not isinstance(messages, list) or first < 1 or len(messages) < first:
+        return []
+    turns = [_message(m) for m in [*messages[first - 1:], reply]]
+    if any(t is None for t in turns) or turns[0]["role"] != "user" or turns[-1]["role"] != "assistant":
+        return []
+    return turns if len(json.dumps(turns)) <= MAX_TURNS_CHARS else []
+
+
 def agent_examples(data: Path, agent: str, sha: str | None = None) -> list[Example]:
     """Every rewarded, complete rollout of ``agent`` in the lake (empty when the lake has no spans)."""
     if not any((lake_dir(data) / "spans").glob("*/*.parquet")):
@@ -88,8 +126,10 @@ def agent_examples(data: Path, agent: str, sha: str | None = None) -> list[Examp
             answer = _content(json.loads(r["last_answer"] or "null"))
         except ValueError:
             answer = r["last_answer"] or ""
-        out.append(Example(r["task_id"] or "", r["input"] or "", _steps(r["last_prompt"], int(r["first_prompt_messages"] or 0)), _cut(answer),
-                           float(r["reward"]), r["system_prompt"], r["prompt_version"], r["rollout_id"]))
+        first = int(r["first_prompt_messages"] or 0)
+        out.append(Example(r["task_id"] or "", r["input"] or "", _steps(r["last_prompt"], first), _cut(answer),
+                           float(r["reward"]), r["system_prompt"], r["prompt_version"], r["rollout_id"],
+                           _turns(r["last_prompt"], r["last_answer"], first)))
     return out
 
 

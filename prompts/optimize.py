@@ -21,7 +21,7 @@ from typing import Any
 from spanrl.errors import InputError
 from spanrl.evaluate.run import RESAMPLES, SEED, EvalConfig
 from spanrl.evaluate.stats import BETTER, compare
-from spanrl.prompts.candidates import Optimizer, demonstrations
+from spanrl.prompts.candidates import Optimizer, as_turns, demo_sets, with_demos
 from spanrl.prompts.config import OptimizeConfig
 from spanrl.prompts.lake import Example, agent_examples, most_common_prompt
 from spanrl.prompts.scoring import Score, Scorer, check_gateway, started_gateway
@@ -62,10 +62,12 @@ def current_prompt(cfg: OptimizeConfig, examples: list[Example]) -> PromptVersio
                                                    "original_sha256": text_sha256(text)}, promote=True)
 
 
-def _stage(cfg: OptimizeConfig, parent: PromptVersion, text: str, method: str, extra: dict[str, Any]) -> PromptVersion:
+def _stage(cfg: OptimizeConfig, parent: PromptVersion, text: str, method: str, extra: dict[str, Any],
+           turns: list[dict[str, Any]] | None = None) -> PromptVersion:
+    """A candidate into the store (staged: LATEST does not move); its turns are the parent's unless given."""
     meta = {"parent": parent.version, "method": method,
             "original_sha256": parent.meta.get("original_sha256") or parent.meta.get("sha256"), **extra}
-    return add_version(cfg.data, cfg.agent, text, meta)
+    return add_version(cfg.data, cfg.agent, text, meta, turns=parent.turns if turns is None else turns)
 
 
 def _halve(scorer: Scorer, pool: list[str], n: int, reserve: int, keep: int) -> list[str]:
@@ -120,9 +122,14 @@ def _search(cfg: OptimizeConfig, scorer: Scorer, current: PromptVersion, example
             optimizer: Optimizer | None, scored_tasks: set[str], reserve: int) -> dict[str, Any]:
     staged: dict[str, PromptVersion] = {}
     critiques: dict[str, str] = {}
-    for i, demo in enumerate(demonstrations(current.text, examples, scored_tasks, cfg.demos, cfg.demo_sets, cfg.seed)):
-        v = _stage(cfg, current, demo, "demonstrations", {"demonstrations": cfg.demos, "demo_set": i + 1})
-        staged[v.version] = v
+    for i, picked in enumerate(demo_sets(examples, scored_tasks, cfg.demos, cfg.demo_sets, cfg.seed)):
+        meta = {"demonstrations": len(picked), "demo_set": i + 1, "rollout_ids": [e.rollout_id for e in picked]}
+        if cfg.demo_form in ("text", "both"):
+            v = _stage(cfg, current, with_demos(current.text, picked), "demonstrations", meta)
+            staged[v.version] = v
+        if cfg.demo_form in ("turns", "both") and (turns := as_turns(picked)):
+            v = _stage(cfg, current, current.text, "demonstration turns", meta, turns=current.turns + turns)
+            staged[v.version] = v
     print(f"spanrl prompts optimize: agent {cfg.agent!r}, current version {current.version}, "
           f"{len(examples)} rewarded rollout(s) in the lake", flush=True)
     parents, new, first = [current], list(staged), [current.version]

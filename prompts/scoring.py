@@ -27,7 +27,7 @@ from urllib.parse import quote
 from spanrl.errors import InputError
 from spanrl.evaluate.run import EvalConfig, rollout_config, sample_rewards
 from spanrl.processes import stop_group
-from spanrl.prompts.store import read_version, text_sha256
+from spanrl.prompts.store import read_version, text_sha256, turns_sha256
 from spanrl.rollout.runner import run_rollouts
 from spanrl.rollout.runs import RunLog, derive_run_id
 from spanrl.rollout.services import gateway_info
@@ -138,9 +138,10 @@ class Scorer:
 
     def run_id(self, version: str, split: str) -> str:
         """``eval-…`` (held out of training) from the version's text, not the gateway's port."""
-        text = read_version(self.base.data, self.agent, version).text
+        stored = read_version(self.base.data, self.agent, version)
         key = json.dumps({"agent": self.agent, "version": version, "upstream": self.policy,
-                          "prompt_sha256": text_sha256(text)}, sort_keys=True)
+                          "prompt_sha256": text_sha256(stored.text),
+                          **({"turns_sha256": turns_sha256(stored.turns)} if stored.turns else {})}, sort_keys=True)
         return f"eval-{derive_run_id(self.splits[split], key, list(self.base.command))}"
 
     def score_all(self, versions: list[str], split: str, n: int) -> list[Score]:

@@ -1,5 +1,6 @@
-"""The prompt store: ``DATA/prompts/<agent>/<version>/prompt.txt`` + ``meta.json`` and
-``DATA/prompts/<agent>/LATEST`` (docs/prompts.md). The one owner of those files.
+"""The prompt store: ``DATA/prompts/<agent>/<version>/prompt.txt`` + ``meta.json`` (+ ``turns.json``, the
+worked examples a version adds as conversation turns) and ``DATA/prompts/<agent>/LATEST`` (docs/prompts.md).
+The one owner of those files.
 
 A version folder is written whole into a hidden temp folder and renamed into place, and LATEST is
 swapped by ``os.replace`` (both through ``spanrl/publish.py``, as adapters and snapshots are), so
@@ -24,24 +25,32 @@ from urllib.parse import quote, unquote
 from spanrl.errors import InputError
 from spanrl.publish import draft_folder, publish, read_pointer, write_pointer, write_text_atomic
 
-PROMPT_FILE, META_FILE = "prompt.txt", "meta.json"
+PROMPT_FILE, META_FILE, TURNS_FILE = "prompt.txt", "meta.json", "turns.json"
 _VERSION = re.compile(r"^\d{4,}$")
 
 
 @dataclass
 class PromptVersion:
-    """One stored prompt: its agent, version id, text and meta (parent, method, evidence, ...)."""
+    """One stored prompt: its agent, version id, text and meta (parent, method, evidence, ...); ``turns``:
+    chat messages (OpenAI shape) the gateway puts right after the system message, worked examples the model
+    sees as conversation it had (empty for most versions)."""
 
     agent: str
     version: str
     text: str
     meta: dict[str, Any] = field(default_factory=dict)
     latest: bool = False
+    turns: list[dict[str, Any]] = field(default_factory=list)
 
 
 def text_sha256(text: str) -> str:
     """The hash the gateway matches an agent's original system prompt by (UTF-8, as sent)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def turns_sha256(turns: list[dict[str, Any]]) -> str | None:
+    """What tells two versions with the same text apart: their turns (None: none)."""
+    return text_sha256(json.dumps(turns, sort_keys=True, ensure_ascii=False)) if turns else None
 
 
 def prompts_dir(data: Path | str) -> Path:
@@ -87,38 +96,52 @@ def read_version(data: Path | str, agent: str, version: str | None = None) -> Pr
     path = folder / str(version)
     try:
         text = (path / PROMPT_FILE).read_text(encoding="utf-8")
-        meta = json.loads((path / META_FILE).read_text(encoding="utf-8"))
+        meta = _json(path / META_FILE)
+        turns = _json(path / TURNS_FILE) if meta.get("turns_sha256") else []
     except FileNotFoundError:
         raise InputError(f"{path}: no prompt version {version} of agent {agent!r} (versions: "
                          f"{', '.join(list_versions(data, agent)) or 'none'}; `spanrl prompts list`)") from None
+    if not isinstance(turns, list) or not all(isinstance(m, dict) and m.get("role") for m in turns):
+        raise InputError(f"{path / TURNS_FILE}: not a list of chat messages; the store writes it whole, so it was "
+                         "changed by hand: restore it or remove the version folder")
+    return PromptVersion(agent, str(version), text, meta, latest=str(version) == latest, turns=turns)
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path / META_FILE}: not JSON ({exc}); the store writes it whole, so it was changed "
-                         "by hand: restore it or remove the version folder") from None
-    return PromptVersion(agent, str(version), text, meta, latest=str(version) == latest)
+        raise InputError(f"{path}: not JSON ({exc}); the store writes it whole, so it was changed by hand: "
+                         "restore it or remove the version folder") from None
 
 
-def find_text(data: Path | str, agent: str, text: str) -> str | None:
-    """The version holding exactly ``text``, if any (re-running an optimization reuses it and its runs)."""
-    sha = text_sha256(text)
+def find_text(data: Path | str, agent: str, text: str, turns: list[dict[str, Any]] | None = None) -> str | None:
+    """The version holding exactly ``text`` and ``turns``, if any (re-running an optimization reuses it and its
+    runs)."""
+    sha, tsha = text_sha256(text), turns_sha256(turns or [])
     for version in list_versions(data, agent):
         meta_path = agent_dir(data, agent) / version / META_FILE
         try:
-            if json.loads(meta_path.read_text()).get("sha256") == sha:
+            meta = json.loads(meta_path.read_text())
+            if meta.get("sha256") == sha and meta.get("turns_sha256") == tsha:
                 return version
         except (OSError, ValueError):
             continue
     return None
 
 
-def add_version(data: Path | str, agent: str, text: str, meta: dict[str, Any], promote: bool = False) -> PromptVersion:
-    """Store ``text`` as the agent's next version (or find the version already holding it); LATEST
-    moves only with ``promote`` (a candidate is staged: the gateway applies it only when asked by URL)."""
+def add_version(data: Path | str, agent: str, text: str, meta: dict[str, Any], promote: bool = False,
+                turns: list[dict[str, Any]] | None = None) -> PromptVersion:
+    """Store ``text`` (and ``turns``) as the agent's next version (or find the version already holding them);
+    LATEST moves only with ``promote`` (a candidate is staged: the gateway applies it only when asked by URL)."""
     if not text.strip():
         raise InputError(f"agent {agent!r}: an empty prompt cannot be stored")
     folder = agent_dir(data, agent)
-    found = find_text(data, agent, text)
+    turns = list(turns or [])
+    found = find_text(data, agent, text, turns)
     if found is None:
         meta = {**meta, "agent": agent, "sha256": text_sha256(text),
+                **({"turns_sha256": turns_sha256(turns), "turns": len(turns)} if turns else {}),
                 "created_at": meta.get("created_at") or datetime.now(UTC).isoformat()}
         for _ in range(100):  # another writer may take the same number: rename fails, take the next
             versions = list_versions(data, agent)
@@ -126,6 +149,9 @@ def add_version(data: Path | str, agent: str, text: str, meta: dict[str, Any], p
             with draft_folder(folder, f"{version}-{os.getpid()}") as tmp:
                 (tmp / PROMPT_FILE).write_text(text, encoding="utf-8")
                 (tmp / META_FILE).write_text(json.dumps({**meta, "version": version}, indent=2) + "\n")
+                if turns:
+                    (tmp / TURNS_FILE).write_text(json.dumps(turns, indent=1, ensure_ascii=False) + "\n",
+                                                  encoding="utf-8")
                 try:
                     publish(tmp, version, point=False)
                 except OSError:

@@ -103,7 +103,12 @@ def test_a_worse_rewrite_is_not_promoted(lake) -> None:
     assert res.exit_code == 0, res.output
     assert latest_version(data, "calc-b") == "0001" and read_version(data, "calc-b").text == STRONG
     methods = {read_version(data, "calc-b", v).meta["method"] for v in list_versions(data, "calc-b")}
-    assert methods == {"original", "demonstrations", "apo"}
+    assert methods == {"original", "demonstrations", "demonstration turns", "apo"}
+    turns = next(read_version(data, "calc-b", v) for v in list_versions(data, "calc-b")
+                 if read_version(data, "calc-b", v).meta["method"] == "demonstration turns")
+    # the same rollout as conversation: its own task and answer, not the agent's kept example, not a held-out run
+    assert turns.text == STRONG and turns.turns == [{"role": "user", "content": "What is 10+20?"},
+                                                    {"role": "assistant", "content": "30"}]
     demo = next(read_version(data, "calc-b", v) for v in list_versions(data, "calc-b")
                 if read_version(data, "calc-b", v).meta["method"] == "demonstrations")
     assert "What is 10+20?" in demo.text and "30" in demo.text and "What is 1+2?" not in demo.text  # other tasks only

@@ -68,6 +68,20 @@ def test_cli_list_show_diff_promote(tmp_path) -> None:
     assert read_version(tmp_path, "calc", "0002").text == "Line one.\nAnswer with a number only.\n"  # never rewritten
 
 
+def test_turns_are_part_of_a_version_shown_and_diffed(tmp_path) -> None:
+    turns = [{"role": "user", "content": "What is 2+3?"}, {"role": "assistant", "content": "5"}]
+    add_version(tmp_path, "calc", "Be brief.", {"method": "original"}, promote=True)
+    with_turns = add_version(tmp_path, "calc", "Be brief.", {"method": "demonstration turns"}, turns=turns)
+    assert with_turns.version == "0002" and with_turns.meta["turns"] == 2 and with_turns.turns == turns
+    shown = _cli(tmp_path, "show", "calc", "0002").output
+    assert shown.startswith("Be brief.\n--- turns") and '{"role": "assistant", "content": "5"}' in shown
+    diff = _cli(tmp_path, "diff", "calc", "0001", "0002").output
+    assert '+{"role": "user", "content": "What is 2+3?"}\n' in diff and "-Be brief." not in diff
+    (tmp_path / "prompts" / "calc" / "0002" / "turns.json").write_text('{"role": "user"}')  # changed by hand
+    broken = _cli(tmp_path, "show", "calc", "0002")
+    assert broken.exit_code == 2 and "0002/turns.json: not a list of chat messages" in broken.output
+
+
 def test_unknown_agent_and_version_name_the_folder(tmp_path) -> None:
     add_version(tmp_path, "calc", "p", {}, promote=True)
     missing = _cli(tmp_path, "show", "calc", "0009")
