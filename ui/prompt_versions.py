@@ -5,6 +5,7 @@ each version ran (by the ``prompt_version`` column the gateway's span gives ``ll
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -49,6 +50,7 @@ def prompts_view(data: Path) -> dict[str, Any]:
             meta = stored.meta
             versions.append({"version": version, "latest": stored.latest, "method": meta.get("method"),
                              "parent": meta.get("parent"), "created_at": meta.get("created_at"),
-                             "text": stored.text, "rollouts_url": _sql_link(agent, version), **_evidence(meta)})
+                             "text": stored.text, "turns": [json.dumps(m, ensure_ascii=False) for m in stored.turns],
+                             "rollouts_url": _sql_link(agent, version), **_evidence(meta)})
         agents.append({"agent": agent, "versions": versions})
     return {"agents": agents}

@@ -51,3 +51,12 @@ def test_versions_show_their_evidence_and_latest(tmp_path: Path) -> None:
     query = parse_qs(urlparse(link).query)["q"][0]
     assert urlparse(link).path == "/sql" and f"prompt_version = 'calc@{cand.version}'" in query
     assert body.index('id="calc-0002"') < body.index('id="calc-0001"')  # newest first
+
+
+def test_a_version_with_turns_shows_them_escaped(tmp_path: Path) -> None:
+    add_version(tmp_path, "calc", "You are a math assistant.", {"method": "original"}, promote=True)
+    add_version(tmp_path, "calc", "You are a math assistant.", {"method": "demonstration turns", "parent": "0001"},
+                turns=[{"role": "user", "content": "<i>What is 2+3?</i>"}, {"role": "assistant", "content": "5"}])
+    status, body = _page(tmp_path)
+    assert status == 200 and "conversation turns (2 messages" in body
+    assert "&lt;i&gt;What is 2+3?&lt;/i&gt;" in body and "<i>What" not in body
