@@ -93,7 +93,7 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict:
                  if args.optimizer_url else [])
         run([*SPANRL, "prompts", "optimize", "--data", str(data), "--agent", "calc", "--tasks", str(train), "--upstream",
              upstream, "--score", SCORE, "--budget-rollouts", str(args.budget), "--n", str(args.n), "--seed", str(seed),
-             "--val-fraction", str(args.val_fraction), "--demos", str(args.demos), "--demo-sets", str(args.demo_sets),
+             "--val-fraction", str(args.val_fraction), "--demos", str(args.demos), "--demo-sets", str(args.demo_sets), "--demo-form", args.demo_form,
              "--concurrency", str(args.concurrency), "--timeout", "600s", *extra, "--", *agent(train)])
         from spanrl.prompts.store import latest_version, read_version
 
@@ -117,7 +117,7 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict:
     report = json.loads((data / "prompts" / "calc" / "_optimize" / "report.json").read_text())
     return {"seed": seed, "heldout_tasks": args.heldout, "n": args.n, "heldout_n": args.heldout_n or args.n, "budget": args.budget, "pool": args.pool,
             "train_tasks": args.train, "val_fraction": round(args.val_fraction, 3), "demos": args.demos,
-            "demo_sets": args.demo_sets, "optimize_verdict": report.get("verdict"),
+            "demo_sets": args.demo_sets, "demo_form": args.demo_form, "optimize_verdict": report.get("verdict"),
             "optimize_validation": (report.get("validation") or {}).get("comparison"),
             "used_rollouts": report.get("used_rollouts"),
             "seconds": round(time.monotonic() - started_at, 1), "latest": latest, "method": read_version(data, "calc", latest).meta.get("method"),
@@ -135,7 +135,9 @@ def main() -> None:
     parser.add_argument("--val-fraction", type=float, default=0.8,
                         help="their share for validation: 64 of 80 (32 of 48 on 2026-12-07, 8 of 16 before)")
     parser.add_argument("--demos", type=int, default=4, help="worked examples per demonstrations candidate")
-    parser.add_argument("--demo-sets", type=int, default=4, help="demonstrations candidates")
+    parser.add_argument("--demo-sets", type=int, default=2, help="sets of worked examples")
+    parser.add_argument("--demo-form", default="both", choices=("text", "turns", "both"),
+                        help="each set as text in the system prompt, as conversation turns, or a candidate of each")
     parser.add_argument("--port-base", type=int, default=18400,
                         help="seed S uses ports BASE+10S .. +2 (serve, gateway, gateway --prompts): fixed, so a rerun resumes")
     parser.add_argument("--heldout", type=int, default=64, help="held-out tasks (the demo's 64)")
@@ -147,7 +149,7 @@ def main() -> None:
                              "once is more done per second on CPU (the demo runs 64; the commands' default is 4-8)")
     parser.add_argument("--optimizer-url", default=None)
     parser.add_argument("--optimizer-model", default=None)
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "prompts_demo_coverage.jsonl"))
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "prompts_demo_turns.jsonl"))
     args = parser.parse_args()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
