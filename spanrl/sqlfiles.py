@@ -76,10 +76,12 @@ def header_problem(name: str, text: str) -> str | None:
     return None
 
 
-def sql_literal(value: str | Path | int | list[str] | list[Path]) -> str:
+def sql_literal(value: str | Path | int | bool | list[str] | list[Path]) -> str:
     """Quote a path, glob or list of them as a DuckDB literal: the only way strings enter SQL text
-    (an integer is written as its digits)."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    (an integer is written as its digits, a bool as TRUE or FALSE)."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
         return str(int(value))
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(sql_literal(v) for v in value) + "]"

@@ -249,7 +249,7 @@ def _rows(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, rules: list, plan: P
             raise
         con.close()
         con = quarantine.rebuild_without(exc, plan, state, lambda: open_lake(cfg), probe,
-                                         lambda c: _compute(c, cfg, rules, plan, lake_files))
+                                         lambda c: _compute(c, cfg, rules, plan, lake_files), Path(cfg.data))
     crash_point("rows")
     publish_build(build_id, cfg.data, lambda tmp: _write_segments(con, Path(cfg.data), tmp, build_id, plan, state), state)
     return con

@@ -31,7 +31,14 @@ import duckdb
 
 from spanrl.layout import lake_dir
 from spanrl.sqlfiles import one, rows
-from spanrl.transitions.pipeline import LAST_BUILD_STEPS, PLAN_STEPS, PRIOR_STEPS, ROUND_STEPS, run_steps
+from spanrl.transitions.pipeline import (
+    LAKE_STEPS,
+    LAST_BUILD_STEPS,
+    PLAN_STEPS,
+    PRIOR_STEPS,
+    ROUND_STEPS,
+    run_steps,
+)
 from spanrl.transitions.sqlfiles import read_sql, render_sql
 from spanrl.transitions.tables import global_file, segment_files
 
@@ -132,21 +139,19 @@ def files_of_touched(con: duckdb.DuckDBPyConnection, new_files: list[str], exist
     return sorted((set(new_files) | {r["file"] for r in old}) & existing)
 
 
-def restrict_lake(con: duckdb.DuckDBPyConnection, data: Path, files: list[str],
-                  new_files: Iterable[str] = (), shard: bool = False) -> None:
-    """``spans`` and ``logs`` as temp views over ``files``, the touched traces only (a log record with
-    no trace id is kept: it may name a recomputed call's response id). A table whose files are all in
-    ``new_files`` is read whole (incremental/spans_new.sql: the filter would keep every row). ``shard``:
-    a worker of a sharded night, whose files also hold other shards' traces, keeps its own
-    (``_shard_traces``, sql/shards/spans_shard.sql, logs_shard.sql) and is never read whole."""
+def restrict_lake(con: duckdb.DuckDBPyConnection, data: Path, files: list[str], new_files: Iterable[str] = (),
+                  traces: str = "SELECT trace_id FROM _touched") -> None:
+    """``LAKE_STEPS``: ``spans`` and ``logs`` as temp views over ``files`` (lake paths), the plan's traces only
+    (``traces``: the SELECT of them, ``_lake_traces``; a log record with no trace id is kept: it may name a
+    recomputed call's response id). A table whose files are all in ``new_files`` is read whole (lake/spans.sql:
+    the filter would keep every row); a sharded night's worker, whose files also hold other shards' traces,
+    gives none, so its own (``_shard_traces``) are kept."""
     root = str(Path(data).resolve())
     new = set(new_files)
-    for table in ("spans", "logs"):  # incremental/spans_touched.sql, logs_touched.sql (or *_new.sql)
-        chosen = [f for f in files if f.startswith(f"lake/{table}/")]
-        whole = not shard and bool(chosen) and set(chosen) <= new
-        name = f"shards/{table}_shard" if shard else f"incremental/{table}_{'new' if whole else 'touched'}"
-        paths = [f"{root}/{f}" for f in chosen]
-        con.execute(render_sql(name, files=paths) if paths else read_sql(f"incremental/{table}_touched_empty"))
+    chosen = {t: [f for f in files if f.startswith(f"lake/{t}/")] for t in ("spans", "logs")}
+    run_steps(con, LAKE_STEPS, materialize=False, generated={"_lake_traces": lambda: (traces, None)},
+              files={t: [f"{root}/{f}" for f in c] for t, c in chosen.items()},
+              literals={t: {"whole": bool(c) and set(c) <= new} for t, c in chosen.items()})
 
 
 def fill_priors(con: duckdb.DuckDBPyConnection) -> None:

@@ -150,6 +150,16 @@ PRIOR_STEPS: list[Step] = [
     Step("_prior_trace_rollouts", ("_p_traces", "_touched"), "incremental/_prior_trace_rollouts", "view"),
     Step("_prior_responses", ("_p_responses", "_touched"), "incremental/_prior_responses", "view"),
 ]
+# The lake as a build's plan sees it, before STAGE2_STEPS (incremental.restrict_lake: each closure round of an
+# incremental build, a shard's worker, a quarantine's probe and the build after it): ``_lake_traces``, the plan's
+# traces (generated: the caller's SELECT of ``_touched``, a worker's ``_shard_traces``, the quarantine's), then
+# stage 1's ``spans`` and ``logs`` shadowed by temp views over the lake files the plan reads (``files``, and the
+# ``whole`` literal: every file new, read without the filter), which every later view reads instead.
+LAKE_STEPS: list[Step] = [
+    Step("_lake_traces", (), None, "table"),
+    Step("spans", ("_lake_traces",), "lake/spans", "view", files=True),
+    Step("logs", ("_lake_traces",), "lake/logs", "view", files=True),
+]
 
 # An incremental build after each closure round's TRANSITION_STEPS (incremental.joined_older): the stored
 # traces that may hold the other recording of a recomputed trace's LLM call (recomputed with it next round).
@@ -168,12 +178,12 @@ REWRITE_STEPS: list[Step] = [
 STEP_LISTS: dict[str, list[Step]] = {"STAGE2_STEPS": STAGE2_STEPS, "TRANSITION_STEPS": TRANSITION_STEPS,
                                      "PUBLISH_STEPS": PUBLISH_STEPS, "DIGEST_STEPS": DIGEST_STEPS,
                                      "SNAPSHOT_STEPS": SNAPSHOT_STEPS, "LAST_BUILD_STEPS": LAST_BUILD_STEPS,
-                                     "PLAN_STEPS": PLAN_STEPS, "PRIOR_STEPS": PRIOR_STEPS, "ROUND_STEPS": ROUND_STEPS,
-                                     "REWRITE_STEPS": REWRITE_STEPS}
+                                     "PLAN_STEPS": PLAN_STEPS, "PRIOR_STEPS": PRIOR_STEPS, "LAKE_STEPS": LAKE_STEPS,
+                                     "ROUND_STEPS": ROUND_STEPS, "REWRITE_STEPS": REWRITE_STEPS}
 # The lists that run on one connection, in order: each relation is made by one step of them.
 CONNECTIONS: dict[str, tuple[str, ...]] = {
-    "builder": ("LAST_BUILD_STEPS", "PLAN_STEPS", "PRIOR_STEPS", "STAGE2_STEPS", "TRANSITION_STEPS", "ROUND_STEPS",
-                "REWRITE_STEPS"),  # a build's (a shard's) lake connection
+    "builder": ("LAST_BUILD_STEPS", "PLAN_STEPS", "PRIOR_STEPS", "LAKE_STEPS", "STAGE2_STEPS", "TRANSITION_STEPS",
+                "ROUND_STEPS", "REWRITE_STEPS"),  # a build's (a shard's, a quarantine probe's) lake connection
     "snapshot": ("PUBLISH_STEPS", "SNAPSHOT_STEPS"),  # build.py's snapshot, over every segment
     "reader": ("DIGEST_STEPS", "SNAPSHOT_STEPS"),  # read_snapshot / content_hash / compute_advantages
 }
@@ -234,12 +244,15 @@ def run_steps(con: duckdb.DuckDBPyConnection, steps: list[Step], materialize: bo
               generated: Mapping[str, Generated] | None = None,
               errors: Mapping[str, Callable[[duckdb.Error], Exception]] | None = None,
               params: Mapping[str, Mapping[str, Any]] | None = None,
-              files: Mapping[str, list[str]] | None = None) -> None:
+              files: Mapping[str, list[str]] | None = None,
+              literals: Mapping[str, Mapping[str, Any]] | None = None) -> None:
     """Create each step's relation in order. ``generated``: the SELECT (and bound values) of the steps
     without a file; ``errors``: per step, what a DuckDB error becomes (a bad AIR rule names the rule);
     ``params``: per step, the values its file's ``$parameters`` are bound to (a table step only);
-    ``files``: per ``files`` step, the Parquet files it reads (none: its ``_empty`` file)."""
+    ``files``: per ``files`` step, the Parquet files it reads (none: its ``_empty`` file), and ``literals``
+    the other values its file renders in (a view cannot bind them either)."""
     generated, errors, params_of, files_of = generated or {}, errors or {}, params or {}, files or {}
+    literals_of = literals or {}
     have = relations(con)
     for step in steps:
         check_declared(step)
@@ -252,7 +265,8 @@ def run_steps(con: duckdb.DuckDBPyConnection, steps: list[Step], materialize: bo
                                "on this connection: transitions/pipeline.py lists the steps in order")
         if step.files:
             listed = files_of.get(step.creates) or []
-            body = render_sql(step.sql, files=listed) if listed else read_sql(f"{step.sql}_empty")
+            body = (render_sql(step.sql, files=listed, **literals_of.get(step.creates, {})) if listed
+                    else read_sql(f"{step.sql}_empty"))
             params = None
         elif step.sql is not None and not step.template:
             body, params = read_sql(step.sql), params_of.get(step.creates)

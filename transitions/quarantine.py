@@ -25,7 +25,9 @@ from typing import Any
 import duckdb
 
 from spanrl.errors import resource_trouble
+from spanrl.layout import lake_dir
 from spanrl.sqlfiles import rows, sql_literal
+from spanrl.transitions.incremental import restrict_lake
 from spanrl.transitions.sqlfiles import read_sql
 
 FAIL_ENV = "SPANRL_TEST_FAIL_ON_TRACE"  # tests only: stage 2 throws on the spans of this trace id
@@ -49,14 +51,17 @@ def is_data_error(exc: BaseException) -> bool:
         exc, duckdb.InterruptException)
 
 
-def restrict_traces(con: duckdb.DuckDBPyConnection, traces: list[str], keep: bool) -> None:
-    """``spans`` and ``logs`` as temp views over the lake's: only ``traces`` (``keep``) or all but them.
-    Temp views shadow the lake's inside every later view, so stage 2 sees nothing else. A log record
-    without a trace id stays (it may name a kept call's response id)."""
+def restrict_traces(con: duckdb.DuckDBPyConnection, data: Path, traces: list[str], keep: bool) -> None:
+    """``spans`` and ``logs`` as temp views over every lake file (``incremental.restrict_lake``'s
+    LAKE_STEPS): only ``traces`` (``keep``) or all but them (quarantine/lake_without.sql). Temp views
+    shadow the lake's inside every later view, so stage 2 sees nothing else. A log record without a
+    trace id stays (it may name a kept call's response id); a span without one goes (no rollout has it)."""
     con.execute("CREATE OR REPLACE TEMP TABLE _q_traces (trace_id VARCHAR)")
     if traces:
         con.execute("INSERT INTO _q_traces SELECT unnest($t)", {"t": traces})
-    con.execute(lake_sql(con, "restrict_keep" if keep else "restrict_without"))
+    root = lake_dir(data)
+    files = sorted(str(p.relative_to(Path(data))) for t in ("spans", "logs") for p in (root / t).glob("*/*.parquet"))
+    restrict_lake(con, data, files, traces="SELECT trace_id FROM _q_traces" if keep else lake_sql(con, "lake_without"))
 
 
 def lake_sql(con: duckdb.DuckDBPyConnection, name: str) -> str:
@@ -72,11 +77,11 @@ def lake_traces(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 class Finder:
-    """Runs ``attempt`` (stage 2's rows, on a fresh lake connection) over subsets of the traces and finds
-    the ones it fails on; ``errors`` holds the error each culprit gave."""
+    """Runs ``attempt`` (stage 2's rows, on a fresh connection to the lake of data root ``data``) over
+    subsets of the traces and finds the ones it fails on; ``errors`` holds the error each culprit gave."""
 
-    def __init__(self, open_con: Callable[[], duckdb.DuckDBPyConnection], attempt: Probe) -> None:
-        self.open_con, self.attempt = open_con, attempt
+    def __init__(self, open_con: Callable[[], duckdb.DuckDBPyConnection], attempt: Probe, data: Path) -> None:
+        self.open_con, self.attempt, self.data = open_con, attempt, data
         self.errors: dict[str, str] = {}
         self.probes = 0
 
@@ -85,7 +90,7 @@ class Finder:
         self.probes += 1
         con = self.open_con()
         try:
-            restrict_traces(con, traces, keep=True)
+            restrict_traces(con, self.data, traces, keep=True)
             self.attempt(con)
             return None
         except Exception as exc:
@@ -125,7 +130,7 @@ def with_rollouts(con: duckdb.DuckDBPyConnection, culprits: list[str]) -> list[s
 
 
 def find(open_con: Callable[[], duckdb.DuckDBPyConnection], attempt: Probe,
-         first_error: BaseException) -> tuple[list[dict[str, Any]], int]:
+         first_error: BaseException, data: Path) -> tuple[list[dict[str, Any]], int]:
     """The quarantine for a build that failed with ``first_error``: [{trace_id, source_files, error}]
     and the number of probes it took. Raises ``first_error`` when the data is not the cause."""
     con = open_con()
@@ -133,7 +138,7 @@ def find(open_con: Callable[[], duckdb.DuckDBPyConnection], attempt: Probe,
         traces = lake_traces(con)
     finally:
         con.close()
-    finder = Finder(open_con, attempt)
+    finder = Finder(open_con, attempt, data)
     top = finder.fails(traces)
     if top is None:  # the whole lake builds when run again: not a data failure we can isolate
         raise first_error
@@ -156,16 +161,16 @@ def find(open_con: Callable[[], duckdb.DuckDBPyConnection], attempt: Probe,
 
 def rebuild_without(exc: BaseException, plan: Any, state: dict[str, Any],
                     open_con: Callable[[], duckdb.DuckDBPyConnection], probe: Probe,
-                    compute: Probe) -> duckdb.DuckDBPyConnection:
+                    compute: Probe, data: Path) -> duckdb.DuckDBPyConnection:
     """After stage 2 failed with ``exc``: the quarantine found (``plan.quarantine``), then the rows of
     every other trace computed in full (``compute``) on a new connection, which is returned."""
-    plan.quarantine, probes = find(open_con, probe, exc)
+    plan.quarantine, probes = find(open_con, probe, exc, data)
     plan.full, plan.reason = True, (f"{plan.reason or 'incremental'}; again in full without "
                                     f"{len(plan.quarantine)} quarantined trace(s) ({probes} probes)")
     state["segments"], state["global"] = {}, {}
     con = open_con()
     try:
-        restrict_traces(con, [q["trace_id"] for q in plan.quarantine], keep=False)
+        restrict_traces(con, data, [q["trace_id"] for q in plan.quarantine], keep=False)
         compute(con)
     except BaseException:
         con.close()

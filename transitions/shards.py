@@ -16,7 +16,7 @@ hash over all of them, identical to a one-process build (tests/transitions/test_
 A full build shards every trace of the lake (``write_shards``). An incremental night shards the traces
 its plan touched (``write_night_shards``): each worker computes them as the one-process night does,
 with the priors of every trace no shard recomputes (``_touched`` is the whole night's set; ``spans``
-and ``logs`` hold the shard's traces only, ``sql/shards/spans_shard.sql``); a closure round that would
+and ``logs`` hold the shard's traces only: ``LAKE_STEPS`` over ``_shard_traces``); a closure round that would
 add traces, or a shard's data error (quarantine), sends the night back to one process. The driver
 rewrites the older segments that held a recomputed trace or rollout and merges segments as a
 one-process night does.
@@ -122,7 +122,7 @@ def build_shard(cfg: BuildConfig, rules: list, traces: list[str], folder: str, l
         if night:
             fill_priors(con)
             read = files_of_touched(con, night["new_files"], set(lake_files), among="_shard_traces")
-            restrict_lake(con, data, read, shard=True)
+            restrict_lake(con, data, read, traces="SELECT trace_id FROM _shard_traces")
         else:
             restrict_lake(con, data, lake_files)
         con.execute("SET VARIABLE spanrl_lake_now_ns = (SELECT $v::BIGINT)", {"v": lake_now_ns})

@@ -1,4 +1,5 @@
-"""A relation read from Parquet files (``sql/incremental/<name>.sql``, ``sql/tables/<name>.sql``) has a
+"""A relation read from Parquet files (``sql/incremental/<name>.sql``, ``sql/tables/<name>.sql``,
+``sql/lake/<name>.sql``) has a
 stand-in, ``<name>_empty.sql``, for when there is no file to read (read_parquet refuses an empty list: a
 night without log files, a build without feedback, no segment yet). Builds rarely take those branches,
 so each stand-in is checked here: it runs, and the real statement over one file of the stand-in's shape
@@ -17,7 +18,7 @@ from spanrl.transitions.sqlfiles import read_sql, render_sql
 
 SQL = Path(__file__).resolve().parents[2] / "transitions" / "sql"
 PAIRS = sorted(f"{p.parent.name}/{p.stem.removesuffix('_empty')}"
-               for folder in ("incremental", "tables") for p in (SQL / folder).glob("*_empty.sql")
+               for folder in ("incremental", "tables", "lake") for p in (SQL / folder).glob("*_empty.sql")
                if (p.parent / p.name.replace("_empty", "")).is_file())
 LAKE_SHAPED = {"incremental/_new_spans", "incremental/_new_logs"}  # they read new lake files
 NEEDS = {"tables/rewards": "tables/segment_rewards_empty"}  # what a relation reads besides its files
@@ -34,11 +35,13 @@ def _make(con: duckdb.DuckDBPyConnection, pair: str, text: str) -> None:
 
 
 def _con() -> duckdb.DuckDBPyConnection:
-    """A connection with what the builder's has before these run: stage 1's spans and logs, _touched."""
+    """A connection with what the builder's has before these run: stage 1's spans and logs, _touched, the
+    plan's _lake_traces."""
     con = duckdb.connect()
     con.execute("CREATE TABLE spans (trace_id VARCHAR, span_id VARCHAR, name VARCHAR, attributes JSON)")
     con.execute("CREATE TABLE logs (trace_id VARCHAR, body VARCHAR, attributes JSON)")
     con.execute("CREATE TEMP TABLE _touched (trace_id VARCHAR)")
+    con.execute("CREATE TEMP TABLE _lake_traces (trace_id VARCHAR)")
     return con
 
 
@@ -54,7 +57,7 @@ def _drop(con: duckdb.DuckDBPyConnection, relation: str) -> None:
 
 
 def test_every_stand_in_is_checked() -> None:
-    assert {"incremental/_p_traces", "incremental/_new_logs", "incremental/spans_touched", "tables/rollouts",
+    assert {"incremental/_p_traces", "incremental/_new_logs", "lake/spans", "lake/logs", "tables/rollouts",
             "tables/rewards"} <= set(PAIRS)
 
 
@@ -63,7 +66,7 @@ def test_a_stand_in_has_its_relations_columns(pair: str, tmp_path: Path) -> None
     con = _con()
     if pair in NEEDS:
         _make(con, NEEDS[pair].removesuffix("_empty"), read_sql(NEEDS[pair]))
-    relation = pair.split("/")[1].removesuffix("_touched")  # spans_touched makes `spans`
+    relation = pair.split("/")[1]
     _make(con, pair, read_sql(f"{pair}_empty"))
     empty = _columns(con, relation)
     # one file of the stand-in's shape (for _new_*: of the lake's), read through the real statement
@@ -71,7 +74,7 @@ def test_a_stand_in_has_its_relations_columns(pair: str, tmp_path: Path) -> None
     source = relation.removeprefix("_new_") if pair in LAKE_SHAPED else relation
     con.execute(f"COPY (SELECT * FROM {source}) TO '{parquet}'")
     _drop(con, relation)
-    _make(con, pair, render_sql(pair, files=[str(parquet)]))
+    _make(con, pair, render_sql(pair, files=[str(parquet)], whole=False))  # lake/*.sql: filtered by trace
     assert _columns(con, relation) == empty, f"{pair}_empty.sql: give it the columns of {pair}.sql"
 
 

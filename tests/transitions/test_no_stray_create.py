@@ -40,18 +40,6 @@ EXCEPTIONS = {
     "snapshot.py: {name}_adv": "register_snapshot: a reader's lazy views on a query connection",
     "snapshot.py: {name}": "register_snapshot: a reader's lazy views on a query connection",
     "snapshot.py: _rollout_adv": "a reader's stored advantages (advantages.parquet) for the credit SQL",
-    "sql/incremental/spans_new.sql: spans": "the incremental plan's lake: stage 1's spans, shadowed",
-    "sql/incremental/spans_touched.sql: spans": "the incremental plan's lake: stage 1's spans, shadowed",
-    "sql/incremental/spans_touched_empty.sql: spans": "the incremental plan's lake: stage 1's spans, shadowed",
-    "sql/incremental/logs_new.sql: logs": "the incremental plan's lake: stage 1's logs, shadowed",
-    "sql/incremental/logs_touched.sql: logs": "the incremental plan's lake: stage 1's logs, shadowed",
-    "sql/incremental/logs_touched_empty.sql: logs": "the incremental plan's lake: stage 1's logs, shadowed",
-    "sql/shards/spans_shard.sql: spans": "a sharded incremental night's worker lake: stage 1's spans, shadowed",
-    "sql/shards/logs_shard.sql: logs": "a sharded incremental night's worker lake: stage 1's logs, shadowed",
-    "sql/quarantine/restrict_keep.sql: spans": "quarantine's probe lake: stage 1's spans, shadowed",
-    "sql/quarantine/restrict_keep.sql: logs": "quarantine's probe lake: stage 1's logs, shadowed",
-    "sql/quarantine/restrict_without.sql: spans": "quarantine's lake without the bad traces: stage 1's spans, shadowed",
-    "sql/quarantine/restrict_without.sql: logs": "quarantine's lake without the bad traces: stage 1's logs, shadowed",
 }
 
 

@@ -25,8 +25,8 @@ from spanrl.transitions.sqlfiles import read_sql
 # Registered before the steps run: stage 1's relations, the feedback rows and priors, the bound AIR rules.
 INPUTS = {*STAGE1, *PRIOR_INPUTS, "_feedback", "_air_rules"}
 # every list in the order they run (STEP_LISTS is the doc table's order: an incremental plan's lists last)
-RUN_ORDER = ("LAST_BUILD_STEPS", "PLAN_STEPS", "PRIOR_STEPS", "STAGE2_STEPS", "TRANSITION_STEPS", "ROUND_STEPS", "REWRITE_STEPS",
-             "PUBLISH_STEPS", "DIGEST_STEPS", "SNAPSHOT_STEPS")
+RUN_ORDER = ("LAST_BUILD_STEPS", "PLAN_STEPS", "PRIOR_STEPS", "LAKE_STEPS", "STAGE2_STEPS", "TRANSITION_STEPS",
+             "ROUND_STEPS", "REWRITE_STEPS", "PUBLISH_STEPS", "DIGEST_STEPS", "SNAPSHOT_STEPS")
 assert set(RUN_ORDER) == set(STEP_LISTS) and STAGE2_STEPS and TRANSITION_STEPS and SNAPSHOT_STEPS
 STEPS = [s for name in RUN_ORDER for s in STEP_LISTS[name]]
 KNOWN = INPUTS | {s.creates for s in STEPS}
