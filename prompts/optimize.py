@@ -127,8 +127,12 @@ def _search(cfg: OptimizeConfig, scorer: Scorer, current: PromptVersion, example
         if cfg.demo_form in ("text", "both"):
             v = _stage(cfg, current, with_demos(current.text, picked), "demonstrations", meta)
             staged[v.version] = v
-        if cfg.demo_form in ("turns", "both") and (turns := as_turns(picked)):
-            v = _stage(cfg, current, current.text, "demonstration turns", meta, turns=current.turns + turns)
+        shown = [e for e in picked if e.turns]  # a rollout the lake cannot give as chat is left out, and said so
+        if cfg.demo_form in ("turns", "both") and shown:
+            v = _stage(cfg, current, current.text, "demonstration turns",
+                       {**meta, "demonstrations": len(shown), "rollout_ids": [e.rollout_id for e in shown],
+                        "left_out": [e.rollout_id for e in picked if not e.turns]},
+                       turns=current.turns + as_turns(shown))
             staged[v.version] = v
     print(f"spanrl prompts optimize: agent {cfg.agent!r}, current version {current.version}, "
           f"{len(examples)} rewarded rollout(s) in the lake", flush=True)
