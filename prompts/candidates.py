@@ -109,12 +109,6 @@ def demo_sets(examples: list[Example], exclude_inputs: set[str], k: int, sets: i
     return out
 
 
-def demonstrations(prompt: str, examples: list[Example], exclude_inputs: set[str], k: int, sets: int = 1,
-                   seed: int = 0) -> list[str]:
-    """``demo_sets`` as text: each candidate is ``prompt`` + its worked examples."""
-    return [with_demos(prompt, picked) for picked in demo_sets(examples, exclude_inputs, k, sets, seed)]
-
-
 def as_turns(picked: list[Example]) -> list[dict[str, Any]]:
     """A set's worked examples as conversation turns (gateway/turns.py puts them after the system message):
     each rollout's own task, tool calls, results and answer, as the model produced them; a rollout the

@@ -3,10 +3,16 @@ from the best ones, never a failure, never a task being scored, never the same s
 
 from __future__ import annotations
 
-from spanrl.prompts.candidates import DEMO_HEADER, demonstrations
+from spanrl.prompts.candidates import DEMO_HEADER, demo_sets, with_demos
 from spanrl.prompts.lake import Example
 
 PROMPT = "You are a calculator."
+
+
+def demonstrations(prompt: str, examples: list[Example], exclude_inputs: set[str], k: int, sets: int = 1,
+                   seed: int = 0) -> list[str]:
+    """Each set as the text candidate the optimizer stages (optimize.py): ``prompt`` + its worked examples."""
+    return [with_demos(prompt, picked) for picked in demo_sets(examples, exclude_inputs, k, sets, seed)]
 
 
 def _ex(i: int, reward: float) -> Example:
