@@ -63,29 +63,19 @@ class _Stop(BaseException):  # not an Exception: the build's own handlers (quara
     pass
 
 
-class _Hooked:
+class _Hooked(stage2_repeat.night_profile._Timed):
     """A connection that runs the variants before the first statement containing ``before``, then stops."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, args: argparse.Namespace, pieces: dict) -> None:
-        object.__setattr__(self, "_con", con)
+        super().__init__(con, [])
         object.__setattr__(self, "_args", args)
         object.__setattr__(self, "_pieces", pieces)
-
-    def __getattr__(self, name: str):
-        return getattr(self._con, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return self._con.__exit__(*exc)
 
     def execute(self, query, *a, **kw):
         if self._pieces["BEFORE"] in str(query):
             self._run(str(query))
             raise _Stop
-        result = self._con.execute(query, *a, **kw)
-        return self if result is self._con else result
+        return super().execute(query, *a, **kw)
 
     def _run(self, statement: str) -> None:
         print(f"\nbefore: {' '.join(statement.split())[:110]}")
