@@ -19,7 +19,6 @@ round to DIR/real_night.jsonl. Finally the lake is ingested into DIR/data, where
 from __future__ import annotations
 
 import argparse
-import copy
 import importlib.util
 import json
 import shutil
@@ -29,14 +28,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from spanrl.memory import resolve_memory_limit  # noqa: E402
-from tests.helpers.mutate import _rewrite_ids, _spans, recordings  # noqa: E402
-
-MINUTE_NS = 60 * 1_000_000_000
+from tests.helpers.mutate import spans_per_copy, write_copies  # noqa: E402
 
 
 def _load(name: str, file: str):
@@ -47,33 +43,14 @@ def _load(name: str, file: str):
     return module
 
 
-def _shift(value: Any, ns: int) -> None:
-    """Every ``*UnixNano`` time in an OTLP request moved on by ``ns``, in place."""
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, v in items:
-        if isinstance(key, str) and key.endswith("UnixNano") and v not in (None, "", "0", 0):
-            value[key] = str(int(v) + ns)
-        else:
-            _shift(v, ns)
-
-
 def write_night(otel: Path, n_spans: int) -> list[Path]:
-    """Copies of every recording until ``n_spans`` spans: one traces and one logs file."""
-    recs = recordings()
-    per_copy = sum(len(_spans(traces)) for traces, _ in recs.values())
+    """Whole copies of every recording, about ``n_spans`` spans: one traces and one logs file."""
+    per_copy = spans_per_copy()
     copies = max(1, round(n_spans / per_copy))
-    otel.mkdir(parents=True, exist_ok=True)
-    traces_file, logs_file = otel / "traces-real-night.jsonl", otel / "logs-real-night.jsonl"
-    with open(traces_file, "w") as t, open(logs_file, "w") as lg:
-        for c in range(copies):
-            for traces, logs in recs.values():
-                for out, lines in ((t, traces), (lg, logs)):
-                    for line in _rewrite_ids(copy.deepcopy(lines), c):
-                        _shift(line, c * MINUTE_NS)
-                        out.write(json.dumps(line, separators=(",", ":")) + "\n")
-    print(f"{copies} copies of {len(recs)} recorded runs ({per_copy} spans each): {copies * per_copy:,} spans, "
-          f"{(traces_file.stat().st_size + logs_file.stat().st_size) / 1e6:.0f} MB", flush=True)
-    return [traces_file, logs_file]
+    files = write_copies(otel, copies, name="real-night")
+    print(f"{copies} copies of the recorded runs ({per_copy} spans each): {copies * per_copy:,} spans, "
+          f"{sum(f.stat().st_size for f in files) / 1e6:.0f} MB", flush=True)
+    return files
 
 
 def main() -> None:

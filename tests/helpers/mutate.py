@@ -269,3 +269,35 @@ def write_cases(cases: list[Case], otel: Path, name: str = "mutated") -> dict[in
             for line in case.log_lines:
                 lg.write(json.dumps(line, separators=(",", ":")) + "\n")
     return lines
+
+
+def _shift_times(value: Any, ns: int) -> None:
+    """Every ``*UnixNano`` time in an OTLP request moved on by ``ns``, in place."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, v in items:
+        if isinstance(key, str) and key.endswith("UnixNano") and v not in (None, "", "0", 0):
+            value[key] = str(int(v) + ns)
+        else:
+            _shift_times(v, ns)
+
+
+def write_copies(otel: Path, copies: int, name: str = "copies", gap_ns: int = 60 * 10**9) -> list[Path]:
+    """``copies`` unmutated copies of every recording into ``otel/`` (one traces and one logs span file): a
+    night of real frameworks' traffic at any size. Each copy has ids of its own (``_rewrite_ids``) and its
+    clock moved on by ``gap_ns`` per copy, so no two copies overlap in time or pass for one call seen twice."""
+    otel.mkdir(parents=True, exist_ok=True)
+    files = [otel / f"traces-{name}.jsonl", otel / f"logs-{name}.jsonl"]
+    recs = recordings()
+    with open(files[0], "w") as t, open(files[1], "w") as lg:
+        for c in range(copies):
+            for traces, logs in recs.values():
+                for out, lines in ((t, traces), (lg, logs)):
+                    for line in _rewrite_ids(copy.deepcopy(lines), c):
+                        _shift_times(line, c * gap_ns)
+                        out.write(json.dumps(line, separators=(",", ":")) + "\n")
+    return files
+
+
+def spans_per_copy() -> int:
+    """How many spans one copy of every recording holds (``write_copies``)."""
+    return sum(len(_spans(traces)) for traces, _ in recordings().values())
