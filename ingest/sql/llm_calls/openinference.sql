@@ -8,16 +8,18 @@ WITH src AS (
     FROM _llm_spans WHERE contains(CAST(attributes AS VARCHAR), 'openinference.span.kind') AND attributes->>'openinference.span.kind' = 'LLM'  -- cheap test first
 ),
 msgs AS (
-    SELECT trace_id, span_id, a,
+    SELECT trace_id, span_id, a, ks,
            list_transform(flat_indices(ks, 'llm.input_messages.'), lambda i: 'llm.input_messages.' || i || '.message.') AS ins,
            list_transform(flat_indices(ks, 'llm.output_messages.'), lambda i: 'llm.output_messages.' || i || '.message.') AS outs,
-           flat_indices(ks, 'llm.tools.') AS tools_idx, ks
+           flat_indices(ks, 'llm.tools.') AS tools_idx,
+           json_transform(a, '"MAP(VARCHAR, VARCHAR)"') AS m  -- every value, one parse; NULL when a key repeats
     FROM src
-)
+),
+vals AS (SELECT *, map_keys(m) AS mk, map_values(m) AS mv FROM msgs)
 SELECT trace_id, span_id, 'openinference' AS convention,
        -- NULL, not '[]', when the span has no flattened messages: then a body-only row (payload.sql) wins
-       nullif(to_json(list_transform(ins, lambda p: openinference_message(a, ks, p, NULL))), '[]') AS input_messages,
-       list_transform(outs, lambda p: openinference_message(a, ks, p, 'assistant'))[1] AS output_message,
+       nullif(to_json(list_transform(ins, lambda p: openinference_message(a, mk, mv, ks, p, NULL))), '[]') AS input_messages,
+       list_transform(outs, lambda p: openinference_message(a, mk, mv, ks, p, 'assistant'))[1] AS output_message,
        chat_tools(to_json(list_transform(tools_idx, lambda i: json_extract(a, '$."llm.tools.' || i || '.tool.json_schema"')))) AS tools,
        coalesce(json_extract_string(a, '$."llm.finish_reason"'),
                 json_extract_string(json_or_text(json_extract(a, '$."output.value"')), '$.choices[0].finish_reason')) AS finish_reason,
@@ -29,4 +31,4 @@ SELECT trace_id, span_id, 'openinference' AS convention,
        output_response_id(json_or_text(json_extract(a, '$."output.value"'))) AS response_id,
        -- after the body's row (payload.sql, 6) when flattening lost tool-call ids or the system prompt
        CASE WHEN openinference_lossy(CAST(a AS VARCHAR)) THEN 7 ELSE 3 END AS priority
-FROM msgs
+FROM vals
