@@ -205,24 +205,25 @@ CREATE OR REPLACE MACRO flat_indices(ks, prefix) AS list_sort(list_distinct(list
 CREATE OR REPLACE MACRO attr_int_list(a, k1, k2) AS
     try_cast(json_or_text(coalesce(json_extract(a, '$."' || k1 || '"'), json_extract(a, '$."' || k2 || '"'))) AS INTEGER[]);
 
--- One attribute of a span as text: from mk / mv, its keys and values from one parse of the attributes
--- (llm_calls/openinference.sql), else (attributes that repeat a key do not parse as a map) from the text a.
-CREATE OR REPLACE MACRO oi_attr(a, mk, mv, k) AS CASE
+-- One flattened attribute of a span as text (an OpenInference or OpenLLMetry message field): from mk / mv,
+-- its keys and values from one parse of the attributes (llm_calls/openinference.sql, openllmetry.sql), else
+-- (attributes that repeat a key do not parse as a map) from the text a, as json_extract_string reads it.
+CREATE OR REPLACE MACRO flat_attr(a, mk, mv, k) AS CASE
     WHEN mk IS NULL THEN json_extract_string(a, '$."' || k || '"') ELSE mv[list_position(mk, k)] END;
 -- One OpenInference flattened message under prefix p (e.g. 'llm.input_messages.0.message.'):
--- role (default_role when absent), content or its text parts, tool calls, tool_call_id. Read with oi_attr:
+-- role (default_role when absent), content or its text parts, tool calls, tool_call_id. Read with flat_attr:
 -- a parse of the attribute text per message and field made a span's cost grow with the square of its
 -- conversation (bench/real_night.py's 60k-span night: 9.3k OpenInference calls 1.39 -> 0.71 CPU s).
 CREATE OR REPLACE MACRO openinference_message(a, mk, mv, ks, p, default_role) AS chat_message(
-    coalesce(oi_attr(a, mk, mv, p || 'role'), default_role),
-    coalesce(oi_attr(a, mk, mv, p || 'content'),
+    coalesce(flat_attr(a, mk, mv, p || 'role'), default_role),
+    coalesce(flat_attr(a, mk, mv, p || 'content'),
              nullif(array_to_string(list_transform(flat_indices(ks, p || 'contents.'),
-                 lambda j: oi_attr(a, mk, mv, p || 'contents.' || j || '.message_content.text')), ''), '')),
+                 lambda j: flat_attr(a, mk, mv, p || 'contents.' || j || '.message_content.text')), ''), '')),
     to_json(list_transform(flat_indices(ks, p || 'tool_calls.'), lambda k: chat_tool_call(
-        oi_attr(a, mk, mv, p || 'tool_calls.' || k || '.tool_call.id'),
-        oi_attr(a, mk, mv, p || 'tool_calls.' || k || '.tool_call.function.name'),
-        oi_attr(a, mk, mv, p || 'tool_calls.' || k || '.tool_call.function.arguments')))),
-    oi_attr(a, mk, mv, p || 'tool_call_id'));
+        flat_attr(a, mk, mv, p || 'tool_calls.' || k || '.tool_call.id'),
+        flat_attr(a, mk, mv, p || 'tool_calls.' || k || '.tool_call.function.name'),
+        flat_attr(a, mk, mv, p || 'tool_calls.' || k || '.tool_call.function.arguments')))),
+    flat_attr(a, mk, mv, p || 'tool_call_id'));
 
 -- ---------------------------------------------------------------------------------------------
 -- Whole request / response bodies (llm_calls/payload.sql): OpenAI chat and Responses API,

@@ -71,3 +71,45 @@ def test_a_long_conversation_and_the_same_span_with_a_repeated_key_give_the_same
         assert json.loads(row["input_messages"]) == _expected(), label
         assert json.loads(row["output_message"]) == {"role": "assistant", "content": "Done."}, label
     assert rows[spans["once"][0]]["input_messages"] == rows[spans["repeated"][0]]["input_messages"]
+
+
+def _openllmetry_attributes() -> dict:
+    a = {"gen_ai.system": "openai", "gen_ai.request.model": "gpt-x", "llm.request.type": "chat",
+         "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "Be brief."}
+    i = 1
+    for t in range(TURNS):
+        a[f"gen_ai.prompt.{i}.role"] = "user"
+        a[f"gen_ai.prompt.{i}.content"] = f"Question {t}, part one. Part two of {t}."
+        a[f"gen_ai.prompt.{i + 1}.role"] = "assistant"
+        a[f"gen_ai.prompt.{i + 1}.tool_calls.0.id"] = f"c{t}"
+        a[f"gen_ai.prompt.{i + 1}.tool_calls.0.name"] = "lookup"
+        a[f"gen_ai.prompt.{i + 1}.tool_calls.0.arguments"] = json.dumps({"q": t})
+        a[f"gen_ai.prompt.{i + 2}.role"] = "tool"
+        a[f"gen_ai.prompt.{i + 2}.content"] = f"result {t} with \"quotes\" and \\ backslash"
+        a[f"gen_ai.prompt.{i + 2}.tool_call_id"] = f"c{t}"
+        i += 3
+    a["gen_ai.completion.0.role"] = "assistant"
+    a["gen_ai.completion.0.content"] = "Done."
+    return a
+
+
+def test_openllmetry_reads_its_flattened_prompt_the_same_from_the_map_and_from_the_text(tmp_path: Path) -> None:
+    """The same one-parse read for OpenLLMetry's gen_ai.prompt.{i}.* (llm_calls/openllmetry.sql)."""
+    spans = {}
+    for label in ("once", "repeated"):
+        tid, sid = new_trace_id(), new_span_id()
+        sp = span("openai.chat", tid, sid, attrs=_openllmetry_attributes(), kind=3)
+        if label == "repeated":
+            sp["attributes"] += key_values({"gen_ai.request.model": "gpt-x"})
+        spans[label] = (sid, sp)
+    write_lines(tmp_path / "otel" / "traces-ol.jsonl",
+                [trace_line([sp], scope="opentelemetry.instrumentation.openai.v1") for _, sp in spans.values()])
+    ingest(tmp_path)
+    from spanrl.ingest.views import connect
+
+    rows = {r["span_id"]: r for r in rows_of(connect(tmp_path), "SELECT span_id, convention, input_messages, "
+                                                               "output_message FROM llm_calls")}
+    for label, (sid, _) in spans.items():
+        assert rows[sid]["convention"] == "openllmetry", label
+        assert json.loads(rows[sid]["input_messages"]) == _expected(), label
+        assert json.loads(rows[sid]["output_message"]) == {"role": "assistant", "content": "Done."}, label
