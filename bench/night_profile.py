@@ -31,6 +31,8 @@ import duckdb
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+from tests.helpers.wrapped import WrappedConnection  # noqa: E402
+
 _spec = importlib.util.spec_from_file_location("bench_nightly", HERE / "nightly.py")
 nightly = importlib.util.module_from_spec(_spec)
 assert _spec.loader is not None
@@ -92,21 +94,12 @@ def _cpu(con: duckdb.DuckDBPyConnection, sql: str) -> float:
     return time.process_time() - c0
 
 
-class _Timed:
+class _Timed(WrappedConnection):
     """A DuckDB connection whose execute/sql calls are timed into ``log`` (everything else passes through)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, log: list) -> None:
-        object.__setattr__(self, "_con", con)
+        super().__init__(con)
         object.__setattr__(self, "_log", log)
-
-    def __getattr__(self, name: str):
-        return getattr(self._con, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return self._con.__exit__(*exc)
 
     def _timed(self, method: str, query, *args, **kw):
         t0, c0, f0 = time.perf_counter(), time.process_time(), _minor_faults()

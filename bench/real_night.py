@@ -19,7 +19,6 @@ round to DIR/real_night.jsonl. Finally the lake is ingested into DIR/data, where
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import shutil
 import statistics
@@ -31,16 +30,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+import night_floor  # noqa: E402  (bench/ is sys.path[0] when run as a script)
+
 from spanrl.memory import resolve_memory_limit  # noqa: E402
 from tests.helpers.mutate import spans_per_copy, write_copies  # noqa: E402
-
-
-def _load(name: str, file: str):
-    spec = importlib.util.spec_from_file_location(name, HERE / file)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
 
 
 def write_night(otel: Path, n_spans: int) -> list[Path]:
@@ -61,8 +54,7 @@ def main() -> None:
     p.add_argument("--dir", type=Path, default=None, help="work folder (default: a new temp dir)")
     args = p.parse_args()
     args.memory_limit = resolve_memory_limit(args.memory_limit)
-    night_floor = _load("bench_night_floor", "night_floor.py")
-    bench_ingest = _load("bench_ingest", "ingest.py")
+    bench_ingest = night_floor._load("bench_ingest", "ingest.py")
     root = args.dir or Path(tempfile.mkdtemp(prefix="spanrl-real-night-"))
     otel = root / "data" / "otel"
     files = sorted(otel.glob("*-real-night.jsonl")) or write_night(otel, args.spans)

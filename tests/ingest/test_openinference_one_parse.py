@@ -14,25 +14,37 @@ from tests.ingest.otlp_lines import key_values, new_span_id, new_trace_id, span,
 TURNS = 12  # a conversation long enough that every message has tool calls, results and text parts
 
 
-def _attributes() -> dict:
-    a = {"openinference.span.kind": "LLM", "llm.model_name": "gpt-x", "llm.input_messages.0.message.role": "system",
-         "llm.input_messages.0.message.content": "Be brief."}
+# Each convention's flattened names: a message field under message i, and a tool call's field f
+OPENINFERENCE = {"msg": "llm.input_messages.{i}.message.{f}", "call": "llm.input_messages.{i}.message.tool_calls.0.tool_call.{f}",
+                 "fn": {"id": "id", "name": "function.name", "arguments": "function.arguments"},
+                 "out": "llm.output_messages.0.message.{f}", "head": {"openinference.span.kind": "LLM", "llm.model_name": "gpt-x"}}
+OPENLLMETRY = {"msg": "gen_ai.prompt.{i}.{f}", "call": "gen_ai.prompt.{i}.tool_calls.0.{f}",
+               "fn": {"id": "id", "name": "name", "arguments": "arguments"}, "out": "gen_ai.completion.0.{f}",
+               "head": {"gen_ai.system": "openai", "gen_ai.request.model": "gpt-x", "llm.request.type": "chat"}}
+
+
+def _attributes(names: dict) -> dict:
+    """A long conversation flattened the convention's way (OpenInference's user text as two parts)."""
+    msg = names["msg"].format
+    a = {**names["head"], msg(i=0, f="role"): "system", msg(i=0, f="content"): "Be brief."}
     i = 1
     for t in range(TURNS):
-        a[f"llm.input_messages.{i}.message.role"] = "user"
-        a[f"llm.input_messages.{i}.message.contents.0.message_content.type"] = "text"
-        a[f"llm.input_messages.{i}.message.contents.0.message_content.text"] = f"Question {t}, part one. "
-        a[f"llm.input_messages.{i}.message.contents.1.message_content.text"] = f"Part two of {t}."
-        a[f"llm.input_messages.{i + 1}.message.role"] = "assistant"
-        a[f"llm.input_messages.{i + 1}.message.tool_calls.0.tool_call.id"] = f"c{t}"
-        a[f"llm.input_messages.{i + 1}.message.tool_calls.0.tool_call.function.name"] = "lookup"
-        a[f"llm.input_messages.{i + 1}.message.tool_calls.0.tool_call.function.arguments"] = json.dumps({"q": t})
-        a[f"llm.input_messages.{i + 2}.message.role"] = "tool"
-        a[f"llm.input_messages.{i + 2}.message.content"] = f"result {t} with \"quotes\" and \\ backslash"
-        a[f"llm.input_messages.{i + 2}.message.tool_call_id"] = f"c{t}"
+        a[msg(i=i, f="role")] = "user"
+        if names is OPENINFERENCE:
+            a[msg(i=i, f="contents.0.message_content.type")] = "text"
+            a[msg(i=i, f="contents.0.message_content.text")] = f"Question {t}, part one. "
+            a[msg(i=i, f="contents.1.message_content.text")] = f"Part two of {t}."
+        else:
+            a[msg(i=i, f="content")] = f"Question {t}, part one. Part two of {t}."
+        a[msg(i=i + 1, f="role")] = "assistant"
+        for field, value in (("id", f"c{t}"), ("name", "lookup"), ("arguments", json.dumps({"q": t}))):
+            a[names["call"].format(i=i + 1, f=names["fn"][field])] = value
+        a[msg(i=i + 2, f="role")] = "tool"
+        a[msg(i=i + 2, f="content")] = f"result {t} with \"quotes\" and \\ backslash"
+        a[msg(i=i + 2, f="tool_call_id")] = f"c{t}"
         i += 3
-    a["llm.output_messages.0.message.role"] = "assistant"
-    a["llm.output_messages.0.message.content"] = "Done."
+    a[names["out"].format(f="role")] = "assistant"
+    a[names["out"].format(f="content")] = "Done."
     return a
 
 
@@ -51,7 +63,7 @@ def test_a_long_conversation_and_the_same_span_with_a_repeated_key_give_the_same
     spans = {}
     for label in ("once", "repeated"):
         tid, sid = new_trace_id(), new_span_id()
-        sp = span("ChatCompletion", tid, sid, attrs=_attributes())
+        sp = span("ChatCompletion", tid, sid, attrs=_attributes(OPENINFERENCE))
         if label == "repeated":  # a key twice (an SDK that does not dedupe): the attributes are no map
             sp["attributes"] += key_values({"llm.model_name": "gpt-x"})
         spans[label] = (sid, sp)
@@ -73,32 +85,12 @@ def test_a_long_conversation_and_the_same_span_with_a_repeated_key_give_the_same
     assert rows[spans["once"][0]]["input_messages"] == rows[spans["repeated"][0]]["input_messages"]
 
 
-def _openllmetry_attributes() -> dict:
-    a = {"gen_ai.system": "openai", "gen_ai.request.model": "gpt-x", "llm.request.type": "chat",
-         "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "Be brief."}
-    i = 1
-    for t in range(TURNS):
-        a[f"gen_ai.prompt.{i}.role"] = "user"
-        a[f"gen_ai.prompt.{i}.content"] = f"Question {t}, part one. Part two of {t}."
-        a[f"gen_ai.prompt.{i + 1}.role"] = "assistant"
-        a[f"gen_ai.prompt.{i + 1}.tool_calls.0.id"] = f"c{t}"
-        a[f"gen_ai.prompt.{i + 1}.tool_calls.0.name"] = "lookup"
-        a[f"gen_ai.prompt.{i + 1}.tool_calls.0.arguments"] = json.dumps({"q": t})
-        a[f"gen_ai.prompt.{i + 2}.role"] = "tool"
-        a[f"gen_ai.prompt.{i + 2}.content"] = f"result {t} with \"quotes\" and \\ backslash"
-        a[f"gen_ai.prompt.{i + 2}.tool_call_id"] = f"c{t}"
-        i += 3
-    a["gen_ai.completion.0.role"] = "assistant"
-    a["gen_ai.completion.0.content"] = "Done."
-    return a
-
-
 def test_openllmetry_reads_its_flattened_prompt_the_same_from_the_map_and_from_the_text(tmp_path: Path) -> None:
     """The same one-parse read for OpenLLMetry's gen_ai.prompt.{i}.* (llm_calls/openllmetry.sql)."""
     spans = {}
     for label in ("once", "repeated"):
         tid, sid = new_trace_id(), new_span_id()
-        sp = span("openai.chat", tid, sid, attrs=_openllmetry_attributes(), kind=3)
+        sp = span("openai.chat", tid, sid, attrs=_attributes(OPENLLMETRY), kind=3)
         if label == "repeated":
             sp["attributes"] += key_values({"gen_ai.request.model": "gpt-x"})
         spans[label] = (sid, sp)

@@ -22,6 +22,7 @@ import pytest
 
 from spanrl.cli import cli
 from tests.helpers.mutate import write_copies
+from tests.helpers.wrapped import WrappedConnection
 
 NAME = re.compile(r"-- name: (\w+)")
 QUERY = re.compile(r"CREATE OR REPLACE (?:TEMP )?(?:TABLE|VIEW) \S+ AS (.*)", re.S)
@@ -37,29 +38,19 @@ def _query(statement: str) -> str | None:
     return m[1] if m else None
 
 
-class _Planned:
+class _Planned(WrappedConnection):
     """A builder connection that plans (EXPLAIN) each named statement before it runs it."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection, plans: dict[str, str]) -> None:
-        object.__setattr__(self, "_con", con)
+        super().__init__(con)
         object.__setattr__(self, "_plans", plans)
-
-    def __getattr__(self, name: str):
-        return getattr(self._con, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return self._con.__exit__(*exc)
 
     def execute(self, query, *args, **kw):
         name, select = NAME.search(str(query)), _query(str(query))
         if name and select:
             plan = self._con.execute("EXPLAIN " + select, *args, **kw).fetchall()
             self._plans[name[1]] = "\n".join(row[1] for row in plan)
-        result = self._con.execute(query, *args, **kw)
-        return self if result is self._con else result
+        return super().execute(query, *args, **kw)
 
 
 @pytest.fixture(scope="module")
