@@ -39,35 +39,48 @@ def _query(statement: str) -> str | None:
 
 
 class _Planned(WrappedConnection):
-    """A builder connection that plans (EXPLAIN) each named statement before it runs it."""
+    """A builder connection that plans (EXPLAIN) each named statement before it runs it; for a name in
+    ``instead``, the given SQL is planned in its place (the statement itself still runs)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, plans: dict[str, str]) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, plans: dict[str, str], instead: dict[str, str]) -> None:
         super().__init__(con)
         object.__setattr__(self, "_plans", plans)
+        object.__setattr__(self, "_instead", instead)
 
     def execute(self, query, *args, **kw):
         name, select = NAME.search(str(query)), _query(str(query))
         if name and select:
-            plan = self._con.execute("EXPLAIN " + select, *args, **kw).fetchall()
+            sql = self._instead.get(name[1], select)
+            plan = self._con.execute("EXPLAIN " + sql, *(() if name[1] in self._instead else args), **kw).fetchall()
             self._plans[name[1]] = "\n".join(row[1] for row in plan)
         return super().execute(query, *args, **kw)
 
 
+def _builder_plans(data: Path, instead: dict[str, str] | None = None) -> dict[str, str]:
+    """Every named statement's plan in a full build of ``data``, on the builder's own connections."""
+    found: dict[str, str] = {}
+    connect = duckdb.connect
+    mp = pytest.MonkeyPatch()
+    mp.setattr(duckdb, "connect", lambda *a, **kw: _Planned(connect(*a, **kw), found, instead or {}))
+    try:
+        cli(["transitions", "build", "--data", str(data), "--settle", "0s", "--rebuild"], standalone_mode=False)
+    finally:
+        mp.undo()
+    return found
+
+
 @pytest.fixture(scope="module")
-def plans(tmp_path_factory) -> dict[str, str]:
+def lake(tmp_path_factory) -> Path:
     data = tmp_path_factory.mktemp("copies")
     write_copies(data / "otel", 1)
     subprocess.run([sys.executable, "-m", "spanrl", "ingest", "--data", str(data), "--settle", "0s",
                     "--no-transitions"], check=True, capture_output=True)
-    found: dict[str, str] = {}
-    connect = duckdb.connect
-    mp = pytest.MonkeyPatch()
-    mp.setattr(duckdb, "connect", lambda *a, **kw: _Planned(connect(*a, **kw), found))
-    try:
-        cli(["transitions", "build", "--data", str(data), "--settle", "0s"], standalone_mode=False)
-    finally:
-        mp.undo()
-    return found
+    return data
+
+
+@pytest.fixture(scope="module")
+def plans(lake: Path) -> dict[str, str]:
+    return _builder_plans(lake)
 
 
 def test_the_builder_statements_were_planned(plans: dict[str, str]) -> None:
@@ -84,7 +97,7 @@ def test_llm_calls_joins_only_by_keys(plans: dict[str, str]) -> None:
     assert not keyless, f"llm_calls has a join without keys: {keyless}"
 
 
-def test_the_twin_matching_of_before_would_fail_here(plans: dict[str, str], tmp_path: Path) -> None:
+def test_the_twin_matching_of_before_would_fail_here(lake: Path) -> None:
     """The check can fail: llm_calls' twin edges as one three-way join (before pair_a) is planned with a
     nested loop over this same lake."""
     sql = (Path(__file__).resolve().parents[2] / "ingest" / "sql" / "llm_calls.sql").read_text()
@@ -105,37 +118,5 @@ def test_the_twin_matching_of_before_would_fail_here(plans: dict[str, str], tmp_
               AND (a.ot IS NULL OR b.ot IS NULL OR a.ot = b.ot))
 ),
 """
-    assert "Nested Loop Join" in _plan_of_builder_llm_calls(tmp_path, sql[:start] + old_edges + sql[end:])
-
-
-def _plan_of_builder_llm_calls(tmp_path: Path, llm_calls_sql: str) -> str:
-    """The builder's plan of ``llm_calls_sql`` in place of llm_calls.sql, over one copy of the recordings."""
-    data = tmp_path / "data"
-    write_copies(data / "otel", 1)
-    subprocess.run([sys.executable, "-m", "spanrl", "ingest", "--data", str(data), "--settle", "0s",
-                    "--no-transitions"], check=True, capture_output=True)
-    body = "\n".join(line for line in llm_calls_sql.splitlines() if not line.startswith("--"))
-    seen: dict[str, str] = {}
-
-    class _Swap(_Planned):
-        def execute(self, query, *args, **kw):
-            if NAME.search(str(query)) and NAME.search(str(query))[1] == "llm_calls" and _query(str(query)):
-                plan = self._con.execute("EXPLAIN " + body).fetchall()
-                seen["llm_calls"] = "\n".join(row[1] for row in plan)
-                raise _Stop
-            return super().execute(query, *args, **kw)
-
-    connect = duckdb.connect
-    mp = pytest.MonkeyPatch()
-    mp.setattr(duckdb, "connect", lambda *a, **kw: _Swap(connect(*a, **kw), {}))
-    try:
-        cli(["transitions", "build", "--data", str(data), "--settle", "0s"], standalone_mode=False)
-    except _Stop:
-        pass
-    finally:
-        mp.undo()
-    return seen["llm_calls"]
-
-
-class _Stop(BaseException):
-    """Ends the build once the statement is planned (not an Exception: the build's handlers must not catch it)."""
+    plans = _builder_plans(lake, {"llm_calls": sql[:start] + old_edges + sql[end:]})
+    assert "Nested Loop Join" in plans["llm_calls"]
