@@ -5,7 +5,8 @@
 
 bench/stage2_repeat.py says which statements cost; this says what inside one of them does. A pieces file
 (bench/pieces/*.py) names the statement (BEFORE: a text it contains, e.g. "TEMP TABLE _span_facts AS")
-and its VARIANTS: {label: SQL, or a function of the statement's own SQL that returns one}. The lake is
+and its VARIANTS: {label: SQL, or a function of the statement's own query (the SELECT it creates or
+copies) that returns one}. The lake is
 bench/stage2_repeat.py's (one night of bench/nightly.py's traffic, kept in --dir and reused); a rebuild
 (``spanrl transitions build --rebuild``) runs in this process up to the statement, where every relation
 it reads exists as the build made it; each variant then runs there, best CPU seconds of --repeat, with
@@ -31,17 +32,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import stage2_repeat  # noqa: E402  (bench/ is sys.path[0] when run as a script)
 
+from tests.helpers.wrapped import statement_query  # noqa: E402
+
 
 def _cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
-
-
-def _select(statement: str) -> str:
-    """The query of a ``CREATE ... AS <query>`` or ``COPY (<query>) TO ...``."""
-    if statement.lstrip().upper().startswith("COPY"):
-        return statement[statement.index("(") + 1:statement.rindex(") TO")]
-    return statement.split(" AS ", 1)[1]
 
 
 def operators(plan: str, top: int = 15) -> list[tuple[float, str]]:
@@ -80,7 +76,7 @@ class _Hooked(stage2_repeat.night_profile._Timed):
     def _run(self, statement: str) -> None:
         print(f"\nbefore: {' '.join(statement.split())[:110]}")
         for label, variant in self._pieces["VARIANTS"].items():
-            sql = variant(statement) if callable(variant) else variant
+            sql = variant(statement_query(statement)) if callable(variant) else variant
             best, first = float("inf"), None
             try:
                 for _ in range(self._args.repeat):
@@ -92,7 +88,7 @@ class _Hooked(stage2_repeat.night_profile._Timed):
                 continue
             print(f"  {best:7.3f} CPU s  {label}  -> {str(first)[:80]}")
         if self._args.explain:
-            plan = self._con.execute("EXPLAIN ANALYZE " + _select(statement)).fetchall()[0][1]
+            plan = self._con.execute("EXPLAIN ANALYZE " + statement_query(statement)).fetchall()[0][1]
             self._args.explain.write_text(plan)
             print(f"\n  EXPLAIN ANALYZE of the statement ({self._args.explain}), slowest operators:")
             for seconds, name in operators(plan):

@@ -12,7 +12,7 @@ _NO_JOIN = (_BODY.replace("LEFT JOIN spans sp ON sp.trace_id = f.trace_id AND sp
 _COUNT = "SELECT count(*), count(target_span_id), sum(hash(retried)), sum(hash(args_valid)) FROM ({})"
 _PATTERN = r"""'"(content|tool_calls)":\s*("[^"]|\[)'"""
 VARIANTS = {
-    "the statement's query": lambda q: "SELECT count(*) FROM (" + q.split(" AS ", 1)[1] + ")",
+    "the statement's query": lambda q: "SELECT count(*) FROM (" + q + ")",
     "candidates": _COUNT.format(_BODY),
     "candidates, no join to the span attributes": _COUNT.format(_NO_JOIN),
     "retry test: replace + regexp + hash": f"SELECT count(*) FILTER (WHERE regexp_matches(replace(txt, '\"__REDACTED__\"', "

@@ -1,12 +1,15 @@
 """The per-rollout digests (transitions/sql/snapshot/rollout_digests.sql): sha256, the rows as text, the ordered
 string_agg, and DuckDB's hash() (fast, but not stable across DuckDB versions: readers re-hash elsewhere)."""
 
+import re
+from pathlib import Path
+
 BEFORE = "-- name: rollout_digests"
-COLS = ("rollout_id, task_id, trace_id, span_id, step, n_steps, agent_name, model, prompt_messages, tools, "
-        "response_message, finish_reason, prompt_token_ids, response_token_ids, response_logprobs, token_source, "
-        'temperature, final_reward, step_reward, "return", advantage, is_last, source_files')
+# the columns the digest hashes, as transitions/sql/snapshot/rollout_digests.sql lists them
+_SQL = (Path(__file__).resolve().parents[2] / "transitions/sql/snapshot/rollout_digests.sql").read_text()
+COLS = re.search(r"CAST\(ROW\((.*?)\) AS VARCHAR\)", _SQL, re.S)[1]
 VARIANTS = {
-    "the statement's query": lambda q: f"SELECT count(*), max(digest) FROM ({q[q.index('(') + 1:q.rindex(') TO')]})",
+    "the statement's query": lambda q: f"SELECT count(*), max(digest) FROM ({q})",
     "rows -> text only": f"SELECT sum(strlen(CAST(ROW({COLS}) AS VARCHAR))) FROM transition_rows",
     "string_agg, no sha256": f"SELECT sum(n) FROM (SELECT strlen(string_agg(CAST(ROW({COLS}) AS VARCHAR), chr(10) "
                              "ORDER BY step)) AS n FROM transition_rows GROUP BY rollout_id)",

@@ -4,7 +4,7 @@
 BEFORE = "TEMP TABLE llm_calls AS"
 VARIANTS = {
     "the statement's query": lambda q: "SELECT count(*), sum(strlen(CAST(input_messages AS VARCHAR))) FROM ("
-                                       + q.split(" AS ", 1)[1] + ")",
+                                       + q + ")",
     "convention rows (_llm_call_conventions)": "SELECT count(*), sum(strlen(CAST(input_messages AS VARCHAR))) "
                                                "FROM _llm_call_conventions",
 }

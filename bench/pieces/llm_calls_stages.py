@@ -6,8 +6,7 @@ _FINAL = "\nSELECT c.trace_id, c.span_id, c.parent_span_id"
 
 
 def _upto(cte: str, columns: str = "count(*), sum(strlen(CAST(input_messages AS VARCHAR)))"):
-    def variant(statement: str) -> str:
-        query = statement.split(" AS ", 1)[1]
+    def variant(query: str) -> str:
         return query[:query.rindex(_FINAL)] + f"\nSELECT {columns} FROM {cte}"
     return variant
 
@@ -26,5 +25,5 @@ VARIANTS = {
     "tool_prompts (prompts with a tool result, parsed)": _upto("tool_prompts", "count(*), sum(len(listed))"),
     "restored": _upto("restored", "count(*)"),
     "the statement's query": lambda q: "SELECT count(*), sum(strlen(CAST(input_messages AS VARCHAR))) FROM ("
-                                       + q.split(" AS ", 1)[1] + ")",
+                                       + q + ")",
 }

@@ -3,7 +3,7 @@ facts, joined to the span tree: what fusing the keys into the span tree's pass c
 
 BEFORE = "TEMP TABLE _rollout_tasks AS"
 VARIANTS = {
-    "the statement's query": lambda q: "SELECT count(*), count(task_id) FROM (" + q.split(" AS ", 1)[1] + ")",
+    "the statement's query": lambda q: "SELECT count(*), count(task_id) FROM (" + q + ")",
     "task keys from the facts, joined to the tree": """
         SELECT count(*), count(t) FROM (
             SELECT r.rollout_id, min(coalesce(span_fact(f.v, 'spanrl.task_id'), resource_fact(f.rv, 'spanrl.task_id'))) AS t,

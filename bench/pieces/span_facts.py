@@ -3,7 +3,7 @@ second for the attribute keys, the agent, the small-span copies."""
 
 BEFORE = "TEMP TABLE _span_facts AS"
 VARIANTS = {
-    "the statement's query": lambda q: "SELECT count(*), sum(hash(COLUMNS(*))) FROM (" + q.split(" AS ", 1)[1] + ")",
+    "the statement's query": lambda q: "SELECT count(*), sum(hash(COLUMNS(*))) FROM (" + q + ")",
     "scan (attributes, events, resource)": "SELECT count(*), sum(strlen(CAST(attributes AS VARCHAR))), "
                                            "sum(strlen(CAST(events AS VARCHAR))), sum(strlen(CAST(resource AS VARCHAR))) FROM spans",
     "attribute values (one parse)": "SELECT sum(len(attr_values(attributes, span_fact_keys()))) FROM spans",

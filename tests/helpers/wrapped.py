@@ -5,7 +5,20 @@ builder, which opens its connections itself: ``duckdb.connect`` is patched to re
 
 from __future__ import annotations
 
+import re
+
 import duckdb
+
+_CREATE = re.compile(r"CREATE OR REPLACE (?:TEMP )?(?:TABLE|VIEW) \S+ AS (.*)", re.S)
+
+
+def statement_query(statement: str) -> str | None:
+    """The query of a ``CREATE ... AS <query>`` or ``COPY (<query>) TO ...`` statement; None for others."""
+    s = statement.lstrip()
+    if s.upper().startswith("COPY ("):
+        return s[s.index("(") + 1:s.rindex(") TO")]
+    m = _CREATE.match(s)
+    return m[1] if m else None
 
 
 class WrappedConnection:

@@ -22,20 +22,10 @@ import pytest
 
 from spanrl.cli import cli
 from tests.helpers.mutate import write_copies
-from tests.helpers.wrapped import WrappedConnection
+from tests.helpers.wrapped import WrappedConnection, statement_query
 
 NAME = re.compile(r"-- name: (\w+)")
-QUERY = re.compile(r"CREATE OR REPLACE (?:TEMP )?(?:TABLE|VIEW) \S+ AS (.*)", re.S)
 KEYLESS = ("Nested Loop Join", "Blockwise Nl Join", "Cross Product", "Piecewise Merge Join", "IE Join")
-
-
-def _query(statement: str) -> str | None:
-    """The SELECT of a CREATE ... AS or COPY (...) TO statement."""
-    s = statement.lstrip()
-    if s.upper().startswith("COPY ("):
-        return s[s.index("(") + 1:s.rindex(") TO")]
-    m = QUERY.match(s)
-    return m[1] if m else None
 
 
 class _Planned(WrappedConnection):
@@ -48,7 +38,7 @@ class _Planned(WrappedConnection):
         object.__setattr__(self, "_instead", instead)
 
     def execute(self, query, *args, **kw):
-        name, select = NAME.search(str(query)), _query(str(query))
+        name, select = NAME.search(str(query)), statement_query(str(query))
         if name and select:
             sql = self._instead.get(name[1], select)
             plan = self._con.execute("EXPLAIN " + sql, *(() if name[1] in self._instead else args), **kw).fetchall()
