@@ -24,6 +24,7 @@ from typing import Any
 import duckdb
 
 from spanrl.sqlfiles import rows
+from spanrl.transitions.hashing import FUNCTIONS
 from spanrl.transitions.sqlfiles import read_sql, render_sql
 
 
@@ -34,7 +35,8 @@ class Step:
     ``template``: the file is a template the caller fills in (its SELECT comes from ``generated``).
     ``files``: the file reads Parquet files the caller lists (``${files}``, rendered in: a view cannot
     bind them), and ``<sql>_empty.sql`` is the same relation when the list is empty (read_parquet
-    refuses one). A step's file declares the same ``-- reads:`` and ``-- creates:`` in its header."""
+    refuses one). ``functions``: the Python functions its SQL calls (``hashing.FUNCTIONS``), registered on
+    the connection first. A step's file declares the same ``-- reads:`` and ``-- creates:`` in its header."""
 
     creates: str
     reads: tuple[str, ...]
@@ -42,6 +44,7 @@ class Step:
     kind: str = "heavy"
     template: bool = False
     files: bool = False
+    functions: tuple[str, ...] = ()
 
     def relation(self, materialize: bool) -> str:
         """TABLE or VIEW, for this run."""
@@ -109,7 +112,7 @@ PUBLISH_STEPS: list[Step] = [
 # credit.compute_advantages): task, reward, row count and digest. The builder does not run it: its
 # segments store these digests (the segment writer's ``digests``), read back as ``_digests``.
 DIGEST_STEPS: list[Step] = [
-    Step("_digests", ("transition_rows",), "snapshot/rollout_digests"),
+    Step("_digests", ("transition_rows",), "snapshot/rollout_digests", functions=("spanrl_sha256",)),
 ]
 
 # The advantages over every rollout (build.py, on the snapshot's own connection, where ``transition_rows``
@@ -275,6 +278,8 @@ def run_steps(con: duckdb.DuckDBPyConnection, steps: list[Step], materialize: bo
         else:
             raise RuntimeError(f"stage-2 step {step.creates!r} is generated (no SQL file, or a template); "
                                "its caller must generate it")
+        for name in step.functions:
+            FUNCTIONS[name](con)
         try:
             create(con, step.creates, step.relation(materialize), body, params)
         except duckdb.Error as exc:

@@ -32,6 +32,7 @@ from spanrl.errors import InputError, resource_trouble
 from spanrl.publish import clean_drafts, draft_folder, publish, read_pointer, write_text_atomic
 from spanrl.sqlfiles import one, parquet_rows, scratch, sql_literal
 from spanrl.transitions.credit import credit_view_sql, with_air_columns
+from spanrl.transitions.hashing import register_sha256
 from spanrl.transitions.pipeline import DIGEST_STEPS, run_steps
 from spanrl.transitions.schema import COLUMNS, SCHEMA_VERSION, conform, transition_schema
 from spanrl.transitions.sqlfiles import read_sql
@@ -59,6 +60,7 @@ def hash_content(con: duckdb.DuckDBPyConnection, digests: str, advantages: str |
     air_cols = "a_air, air_scale" if air else "NULL::DOUBLE AS a_air, NULL::DOUBLE AS air_scale"
     adv = (f"SELECT rollout_id, a_r, {air_cols} FROM {advantages}" if advantages else
            "SELECT NULL::VARCHAR AS rollout_id, NULL::DOUBLE AS a_r, NULL::DOUBLE AS a_air, NULL::DOUBLE AS air_scale")
+    register_sha256(con)
     con.execute(f"CREATE OR REPLACE TEMP VIEW _hash_digests AS SELECT rollout_id, digest FROM {digests}")
     con.execute(f"CREATE OR REPLACE TEMP VIEW _hash_advantages AS {adv}")
     return one(con, read_sql("snapshot/content_hash"), {"schema_version": str(SCHEMA_VERSION)})["content_hash"]
@@ -129,6 +131,7 @@ class SnapshotDraft:
 
     def write_index(self, con: duckdb.DuckDBPyConnection, digests: str, advantages: str | None) -> None:
         """COPY the digests (and advantages) SELECTs into the draft: what the hash and readers use."""
+        register_sha256(con)  # the digests SELECT is rollout_digests.sql's
         con.execute(f"COPY (SELECT * FROM ({digests}) ORDER BY rollout_id) TO {sql_literal(self.tmp_dir / DIGESTS)} (FORMAT parquet)")
         if advantages is not None:
             con.execute(f"COPY (SELECT * FROM ({advantages}) ORDER BY rollout_id) TO {sql_literal(self.tmp_dir / ADVANTAGES)} "
