@@ -188,12 +188,19 @@ CREATE OR REPLACE MACRO parts_text(m) AS CASE WHEN len(m.parts) = 1  -- most mes
 CREATE OR REPLACE MACRO parts_tool_calls(m) AS to_json(list_transform(
     list_filter(m.parts, lambda p: p."type" = 'tool_call'),
     lambda p: chat_tool_call(p.id, p."name", json_text(p.arguments))));
+CREATE OR REPLACE MACRO parts_have(m, t) AS list_contains(list_transform(m.parts, lambda p: p."type"), t);
+-- one GenAI message as a chat message with `role`: a message without tool calls (most) is written from a
+-- struct, the text chat_message gives it; chat_message (its tool calls built twice, then the text
+-- parsed) only for those with tool calls (the input conversion at 600k spans: 2.1 -> 1.35 CPU s)
+CREATE OR REPLACE MACRO genai_chat_message(role, m) AS CASE
+    WHEN parts_have(m, 'tool_call') THEN chat_message(role, parts_text(m), parts_tool_calls(m), NULL)
+    ELSE to_json({'role': role, 'content': parts_text(m)}) END;
 -- one GenAI message -> a list of chat messages (a tool message holds one result per call)
 CREATE OR REPLACE MACRO parts_messages(m) AS CASE
-    WHEN len(list_filter(m.parts, lambda p: p."type" = 'tool_call_response')) > 0
+    WHEN parts_have(m, 'tool_call_response')
     THEN list_transform(list_filter(m.parts, lambda p: p."type" = 'tool_call_response'),
         lambda p: chat_message('tool', json_text(coalesce(p.response, p.result)), NULL, p.id))
-    ELSE [chat_message(m."role", parts_text(m), parts_tool_calls(m), NULL)] END;
+    ELSE [genai_chat_message(m."role", m)] END;
 
 -- Flattened indexed attributes (OpenInference llm.input_messages.{i}..., OpenLLMetry gen_ai.prompt.{i}...):
 -- the sorted distinct indices i that follow `prefix` among the keys ks.

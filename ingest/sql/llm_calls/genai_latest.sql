@@ -48,7 +48,7 @@ SELECT trace_id, span_id,
                             im, lambda m: m."role" IN ('system', 'developer') AND parts_text(m) = content_text(si))), false)
                         THEN [chat_message('system', content_text(si), NULL, NULL)] ELSE [] END
                    || coalesce(flatten(list_transform(im, lambda m: parts_messages(m))), [])) END AS input_messages,
-       CASE WHEN len(om) > 0 THEN chat_message('assistant', parts_text(om[1]), parts_tool_calls(om[1]), NULL) END
+       CASE WHEN len(om) > 0 THEN genai_chat_message('assistant', om[1]) END
            AS output_message,
        chat_tools(td) AS tools,
        coalesce(om[1].finish_reason,
