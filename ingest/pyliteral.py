@@ -34,17 +34,13 @@ def _one(text: str | None) -> str | None:
         return None
 
 
-def _convert(values: Any) -> Any:  # pyarrow Arrays (not annotated as such: DuckDB evaluates the annotations)
-    import pyarrow as pa
-
-    return pa.array([_one(t) for t in values.to_pylist()], pa.string())
-
-
 def register_py_literal_json(con: duckdb.DuckDBPyConnection) -> None:
-    """``py_literal_json(VARCHAR) -> VARCHAR`` on ``con`` (vectorised; once per connection)."""
+    """``py_literal_json(VARCHAR) -> VARCHAR`` on ``con`` (once per connection): a scalar function, not an
+    Arrow one, whose result built from a Python list would import pandas (pyarrow looks for it, 0.3 CPU s)
+    for the few values LiteLLM's spans hold."""
     try:  # asking duckdb_functions() first scans the whole catalog (15 ms, on every build)
-        con.create_function("py_literal_json", _convert, [duckdb.sqltype("VARCHAR")], duckdb.sqltype("VARCHAR"),
-                            type="arrow", null_handling="special", side_effects=False)
+        con.create_function("py_literal_json", _one, [duckdb.sqltype("VARCHAR")], duckdb.sqltype("VARCHAR"),
+                            null_handling="special", side_effects=False)  # _one gives NULL for what it cannot read
     except duckdb.NotImplementedException as exc:  # "... is already created": this connection has it
         if "already created" not in str(exc):
             raise
