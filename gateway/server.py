@@ -41,7 +41,7 @@ from spanrl.gateway.config import GatewayConfig
 from spanrl.gateway.conversations import Conversations
 from spanrl.gateway.delivery import MIB, ORIGINAL_BYTES, TRUNCATED, Tally, fit, tracer_provider
 from spanrl.gateway.guard import gateway_guard
-from spanrl.gateway.headers import recorded_headers
+from spanrl.gateway.headers import AGENT_HEADER, recorded_headers
 from spanrl.gateway.messages import MessagesCall
 from spanrl.gateway.passthrough import pass_through, route_name
 from spanrl.gateway.prompting import PINNED, apply_prompt, route_prefixes
@@ -179,6 +179,8 @@ class Gateway:
         attrs["spanrl.gateway.api"] = call.route.lstrip("/")
         if rollout_id is not None:
             attrs["spanrl.rollout_id"] = rollout_id  # aiohttp decoded the path segment already (%2F -> /)
+        if agent := request.headers.get(AGENT_HEADER, "").strip():  # the agent names itself: llm_calls.agent_name
+            attrs["gen_ai.agent.name"] = agent  # (an instrumented agent's own agent spans still win: docs/gateway.md)
         return span, attrs
 
     def _end_span(self, span: Any, attrs: dict[str, Any]) -> None:

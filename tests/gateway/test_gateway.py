@@ -58,7 +58,8 @@ def lake(tmp_path_factory):
             n_plain = len(upstream.exchanges)
             traced = _rollout(data, tasks, gw.url + "/v1", INSTRUMENTED)
             n_traced = len(upstream.exchanges)
-            _post(gw.url, {"model": "policy", "messages": [{"role": "user", "content": "stray call"}]})
+            _post(gw.url, {"model": "policy", "messages": [{"role": "user", "content": "stray call"}]},
+                  {"x-spanrl-agent": "solver"})
         finally:
             gw.stop()  # flushes the gateway's spans into its collector, then stops it
         exchanges = list(upstream.exchanges)
@@ -119,6 +120,17 @@ def test_a_call_with_no_rollout_nor_traceparent_is_its_own_rollout_and_counted(l
         SELECT trace_id, parent_span_id FROM spans
         WHERE scope_name = 'spanrl.gateway' AND attributes->>'spanrl.rollout_id' IS NULL""")
     assert len(rows) == 1 and not rows[0]["parent_span_id"]
+
+
+def test_the_agent_header_names_the_calls_agent_and_no_header_names_none(lake) -> None:
+    """An agent without telemetry names itself with x-spanrl-agent (what serve's --agent-adapter and the
+    gateway's --prompts read): the gateway's span records it, so `spanrl train --agent` finds its calls."""
+    rows = query_spans(lake["data"], """
+        SELECT c.agent_name, s.attributes->>'spanrl.rollout_id' IS NULL AS stray
+        FROM llm_calls c JOIN spans s USING (trace_id, span_id) WHERE s.scope_name = 'spanrl.gateway'""")
+    assert [r["agent_name"] for r in rows if r["stray"]] == ["solver"]
+    plain = [r for r in rows if not r["stray"]]
+    assert len(plain) == 2 * len(TASKS) and {r["agent_name"] for r in plain} == {None}  # the plain agent sent none
 
 
 @pytest.fixture(scope="module")
