@@ -94,7 +94,7 @@ CREATE MACRO otlp_attrs_flat(kvs) AS CASE
 
 -- Log-record attributes: GenAI >= 1.37 events carry whole conversations as nested AnyValues, deeper
 -- than macros can go (each level multiplies binding time), so a nested value goes through
--- otlp_any_json (ingest/anyvalue.py, registered by the loader): any depth, one call per batch.
+-- otlp_any_json (ingest/anyvalue.py, registered by the loader): any depth, one Python call per value.
 CREATE MACRO otlp_attrs_deep(kvs) AS CASE
     WHEN kvs IS NULL OR len(kvs) = 0 THEN '{}'::JSON
     ELSE coalesce(
