@@ -9,8 +9,13 @@ WITH calls AS (
     SELECT trace_id, span_id, events
     FROM _llm_spans
     WHERE NOT contains(attributes, '"gen_ai.input.messages":')  -- >= 1.37 content: genai_latest.sql (cheap test first)
-      AND (attributes->>'gen_ai.operation.name' IN ('chat', 'text_completion', 'generate_content')
-           OR attributes->>'llm.request.type' IN ('chat', 'completion'))
+      -- a key's value is parsed only where its key appears, and once (`x IN (a, b, c)` re-read the
+      -- attribute text once per value: four parses of every candidate span, 0.48 CPU s at 60k spans of
+      -- recorded frameworks' traffic)
+      AND (contains(attributes, '"gen_ai.operation.name"')
+               AND list_contains(['chat', 'text_completion', 'generate_content'], attributes->>'gen_ai.operation.name')
+           OR contains(attributes, '"llm.request.type"')
+               AND list_contains(['chat', 'completion'], attributes->>'llm.request.type'))
 ),
 log_events AS (
     SELECT l.trace_id, l.span_id, l.event_name AS ev, coalesce(l.time_ns, l.observed_time_ns) AS t1,
