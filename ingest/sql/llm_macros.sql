@@ -217,6 +217,11 @@ CREATE OR REPLACE MACRO attr_int_list(a, k1, k2) AS
 -- (attributes that repeat a key do not parse as a map) from the text a, as json_extract_string reads it.
 CREATE OR REPLACE MACRO flat_attr(a, mk, mv, k) AS CASE
     WHEN mk IS NULL THEN json_extract_string(a, '$."' || k || '"') ELSE mv[list_position(mk, k)] END;
+-- ... as JSON, JSON text inside a string read as that JSON: json_or_text(json_extract(a, k)) for the paths
+-- read into it afterwards, without a parse of the whole attribute text per key
+CREATE OR REPLACE MACRO flat_json(a, mk, mv, k) AS CASE
+    WHEN mk IS NULL THEN json_or_text(json_extract(a, '$."' || k || '"'))
+    ELSE coalesce(try_cast(mv[list_position(mk, k)] AS JSON), to_json(mv[list_position(mk, k)])) END;
 -- One OpenInference flattened message under prefix p (e.g. 'llm.input_messages.0.message.'):
 -- role (default_role when absent), content or its text parts, tool calls, tool_call_id. Read with flat_attr:
 -- a parse of the attribute text per message and field made a span's cost grow with the square of its

@@ -17,7 +17,16 @@ TURNS = 12  # a conversation long enough that every message has tool calls, resu
 # Each convention's flattened names: a message field under message i, and a tool call's field f
 OPENINFERENCE = {"msg": "llm.input_messages.{i}.message.{f}", "call": "llm.input_messages.{i}.message.tool_calls.0.tool_call.{f}",
                  "fn": {"id": "id", "name": "function.name", "arguments": "function.arguments"},
-                 "out": "llm.output_messages.0.message.{f}", "head": {"openinference.span.kind": "LLM", "llm.model_name": "gpt-x"}}
+                 "out": "llm.output_messages.0.message.{f}", "head": {
+                     "openinference.span.kind": "LLM", "llm.model_name": "gpt-x", "llm.provider": "openai",
+                     "llm.token_count.prompt": 120, "llm.token_count.completion": 7,
+                     "llm.invocation_parameters": json.dumps({"temperature": 0.3}),
+                     "llm.tools.0.tool.json_schema": json.dumps({"type": "function", "function": {
+                         "name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "integer"}}}}}),
+                     "output.value": json.dumps({"id": "chatcmpl-9", "choices": [{"finish_reason": "stop"}]})}}
+# what the call's other columns read from those attributes, from the map and from the text alike
+CALL_COLUMNS = {"model": "gpt-x", "provider": "openai", "input_tokens": 120, "output_tokens": 7, "temperature": 0.3,
+                "finish_reason": "stop", "response_id": "chatcmpl-9"}
 OPENLLMETRY = {"msg": "gen_ai.prompt.{i}.{f}", "call": "gen_ai.prompt.{i}.tool_calls.0.{f}",
                "fn": {"id": "id", "name": "name", "arguments": "arguments"}, "out": "gen_ai.completion.0.{f}",
                "head": {"gen_ai.system": "openai", "gen_ai.request.model": "gpt-x", "llm.request.type": "chat"}}
@@ -75,14 +84,17 @@ def test_a_long_conversation_and_the_same_span_with_a_repeated_key_give_the_same
     no_map = {r["span_id"]: r["no_map"] for r in rows_of(
         con, "SELECT span_id, json_transform(attributes, '\"MAP(VARCHAR, VARCHAR)\"') IS NULL AS no_map FROM spans")}
     assert no_map == {spans["once"][0]: False, spans["repeated"][0]: True}  # both paths are taken
-    rows = {r["span_id"]: r for r in rows_of(con, "SELECT span_id, convention, input_messages, output_message "
-                                                  "FROM llm_calls")}
+    rows = {r["span_id"]: r for r in rows_of(con, "SELECT span_id, convention, input_messages, output_message, tools, "
+                                                  f"{', '.join(CALL_COLUMNS)} FROM llm_calls")}
     for label, (sid, _) in spans.items():
         row = rows[sid]
         assert row["convention"] == "openinference", label
         assert json.loads(row["input_messages"]) == _expected(), label
         assert json.loads(row["output_message"]) == {"role": "assistant", "content": "Done."}, label
-    assert rows[spans["once"][0]]["input_messages"] == rows[spans["repeated"][0]]["input_messages"]
+        assert {k: row[k] for k in CALL_COLUMNS} == CALL_COLUMNS, label
+        assert json.loads(row["tools"]) == [json.loads(OPENINFERENCE["head"]["llm.tools.0.tool.json_schema"])], label
+    once, repeated = rows[spans["once"][0]], rows[spans["repeated"][0]]
+    assert {k: v for k, v in once.items() if k != "span_id"} == {k: v for k, v in repeated.items() if k != "span_id"}
 
 
 def test_openllmetry_reads_its_flattened_prompt_the_same_from_the_map_and_from_the_text(tmp_path: Path) -> None:

@@ -20,15 +20,17 @@ SELECT trace_id, span_id, 'openinference' AS convention,
        -- NULL, not '[]', when the span has no flattened messages: then a body-only row (payload.sql) wins
        nullif(to_json(list_transform(ins, lambda p: openinference_message(a, mk, mv, ks, p, NULL))), '[]') AS input_messages,
        list_transform(outs, lambda p: openinference_message(a, mk, mv, ks, p, 'assistant'))[1] AS output_message,
-       chat_tools(to_json(list_transform(tools_idx, lambda i: json_extract(a, '$."llm.tools.' || i || '.tool.json_schema"')))) AS tools,
-       coalesce(json_extract_string(a, '$."llm.finish_reason"'),
-                json_extract_string(json_or_text(json_extract(a, '$."output.value"')), '$.choices[0].finish_reason')) AS finish_reason,
-       json_extract_string(a, '$."llm.model_name"') AS model,
-       coalesce(json_extract_string(a, '$."llm.provider"'), json_extract_string(a, '$."llm.system"')) AS provider,
-       try_cast(json_extract(a, '$."llm.token_count.prompt"') AS BIGINT) AS input_tokens,
-       try_cast(json_extract(a, '$."llm.token_count.completion"') AS BIGINT) AS output_tokens,
-       try_cast(json_extract(json_or_text(json_extract(a, '$."llm.invocation_parameters"')), '$.temperature') AS DOUBLE) AS temperature,
-       output_response_id(json_or_text(json_extract(a, '$."output.value"'))) AS response_id,
+       -- every other attribute from the map too (flat_attr / flat_json): a json_extract per key parsed the
+       -- whole attribute text again, about ten times per span plus once per tool
+       chat_tools(to_json(list_transform(tools_idx, lambda i: flat_json(a, mk, mv, 'llm.tools.' || i || '.tool.json_schema')))) AS tools,
+       coalesce(flat_attr(a, mk, mv, 'llm.finish_reason'),
+                json_extract_string(flat_json(a, mk, mv, 'output.value'), '$.choices[0].finish_reason')) AS finish_reason,
+       flat_attr(a, mk, mv, 'llm.model_name') AS model,
+       coalesce(flat_attr(a, mk, mv, 'llm.provider'), flat_attr(a, mk, mv, 'llm.system')) AS provider,
+       try_cast(flat_attr(a, mk, mv, 'llm.token_count.prompt') AS BIGINT) AS input_tokens,
+       try_cast(flat_attr(a, mk, mv, 'llm.token_count.completion') AS BIGINT) AS output_tokens,
+       try_cast(json_extract(flat_json(a, mk, mv, 'llm.invocation_parameters'), '$.temperature') AS DOUBLE) AS temperature,
+       output_response_id(flat_json(a, mk, mv, 'output.value')) AS response_id,
        -- after the body's row (payload.sql, 6) when flattening lost tool-call ids or the system prompt
        CASE WHEN openinference_lossy(CAST(a AS VARCHAR)) THEN 7 ELSE 3 END AS priority
 FROM vals
