@@ -40,7 +40,6 @@ from spanrl.transitions.credit import (
     advantage_params,
     builder_transitions_sql,
 )
-from spanrl.transitions.hashing import register_sha256
 from spanrl.transitions.incremental import (
     MAX_CLOSURE_ROUNDS,
     Plan,
@@ -104,7 +103,6 @@ def _build(cfg: BuildConfig, given: duckdb.DuckDBPyConnection | None) -> BuildRe
     data = Path(cfg.data)
     clean_stale_drafts(data)  # temp folders of builders killed over an hour ago (never visible)
     con = given if given is not None else open_lake(cfg)
-    register_sha256(con)  # a given lake too: the segment's digests call it (open_lake registers it already)
     try:
         rules = load_air_rules(cfg.file)  # the spanrl.toml the config came from, parsed once
         config = {**cfg.to_dict(), "air_rules": rules_as_dicts(rules), "advantage_eps": EPS}

@@ -12,7 +12,6 @@ from spanrl.layout import feedback_dir, lake_dir
 from spanrl.memory import resolve_memory_limit, task_threads
 from spanrl.sqlfiles import sql_literal
 from spanrl.transitions.config import BuildConfig
-from spanrl.transitions.hashing import register_sha256
 from spanrl.transitions.incremental import traces_table_sql
 from spanrl.transitions.sqlfiles import read_sql
 from spanrl.transitions.tables import tables_dir
@@ -29,7 +28,6 @@ def open_lake(cfg: BuildConfig) -> duckdb.DuckDBPyConnection:
     if threads := cfg.threads or task_threads():  # in a Ray task: its CPUs (spanrl/workers.py)
         con.execute(f"SET threads = {int(threads)}")
     lock_down(con, builder_readable(cfg.data))
-    register_sha256(con)  # the segment's digests (rollout_digests.sql)
     return con
 
 

@@ -29,6 +29,7 @@ from spanrl.layout import feedback_dir, lake_dir
 from spanrl.transitions.air import AirRule, air_rule_hits_sql, bad_rule_error, load_air_rules
 from spanrl.transitions.config import BuildConfig
 from spanrl.transitions.feedback import load_feedback
+from spanrl.transitions.hashing import register_sha256
 from spanrl.transitions.pipeline import STAGE2_STEPS, create, relations, run_steps
 from spanrl.transitions.sqlfiles import read_sql
 
@@ -85,6 +86,7 @@ def register_stage2(con: duckdb.DuckDBPyConnection, cfg: BuildConfig, materializ
     if readable is None:
         readable = (lake_dir(cfg.data), feedback_dir(cfg.data))
     register_llm_macros(con)  # span_facts.sql's macros, on any connection
+    register_sha256(con)  # the segment writer's digests (rollout_digests.sql) run on this connection
     set_variables(con, cfg)  # _span_facts reads --rollout-key / --task-key
     conventions = _materialize_stage1(con, cfg) if materialize else None
     if not materialize and "_span_facts" not in relations(con) and "spans" in relations(con):

@@ -60,7 +60,7 @@ def hash_content(con: duckdb.DuckDBPyConnection, digests: str, advantages: str |
     air_cols = "a_air, air_scale" if air else "NULL::DOUBLE AS a_air, NULL::DOUBLE AS air_scale"
     adv = (f"SELECT rollout_id, a_r, {air_cols} FROM {advantages}" if advantages else
            "SELECT NULL::VARCHAR AS rollout_id, NULL::DOUBLE AS a_r, NULL::DOUBLE AS a_air, NULL::DOUBLE AS air_scale")
-    register_sha256(con)
+    register_sha256(con)  # content_hash.sql calls it
     con.execute(f"CREATE OR REPLACE TEMP VIEW _hash_digests AS SELECT rollout_id, digest FROM {digests}")
     con.execute(f"CREATE OR REPLACE TEMP VIEW _hash_advantages AS {adv}")
     return one(con, read_sql("snapshot/content_hash"), {"schema_version": str(SCHEMA_VERSION)})["content_hash"]
@@ -131,7 +131,6 @@ class SnapshotDraft:
 
     def write_index(self, con: duckdb.DuckDBPyConnection, digests: str, advantages: str | None) -> None:
         """COPY the digests (and advantages) SELECTs into the draft: what the hash and readers use."""
-        register_sha256(con)  # the digests SELECT is rollout_digests.sql's
         con.execute(f"COPY (SELECT * FROM ({digests}) ORDER BY rollout_id) TO {sql_literal(self.tmp_dir / DIGESTS)} (FORMAT parquet)")
         if advantages is not None:
             con.execute(f"COPY (SELECT * FROM ({advantages}) ORDER BY rollout_id) TO {sql_literal(self.tmp_dir / ADVANTAGES)} "
@@ -144,7 +143,8 @@ class SnapshotDraft:
         try:
             if not (self.tmp_dir / DIGESTS).is_file():
                 _rows_view(con, sorted(self.tmp_dir.glob("part-*.parquet")))
-                self.write_index(con, read_sql("snapshot/rollout_digests"), None)
+                run_steps(con, DIGEST_STEPS, materialize=True)
+                self.write_index(con, "SELECT * FROM _digests", None)
             adv = self.tmp_dir / ADVANTAGES
             return hash_content(con, _parquet(self.tmp_dir / DIGESTS), _parquet(adv) if adv.is_file() else None,
                                 adv.is_file() and _has_air_columns(con, adv))

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from spanrl.transitions import TRANSITION_SCHEMA, write_snapshot
+from spanrl.transitions import SCHEMA_VERSION, TRANSITION_SCHEMA, write_snapshot
 from spanrl.transitions.hashing import register_sha256
 from spanrl.transitions.snapshot import DIGESTS, content_hash
 from spanrl.transitions.sqlfiles import read_sql
@@ -59,7 +59,5 @@ def test_stored_digests_and_content_hash_are_duckdbs_sha256(tmp_path: Path) -> N
     con.execute("CREATE VIEW _hash_advantages AS SELECT NULL::VARCHAR AS rollout_id, NULL::DOUBLE AS a_r, "
                 "NULL::DOUBLE AS a_air, NULL::DOUBLE AS air_scale")
     duckdb_hash = read_sql("snapshot/content_hash").replace("spanrl_sha256(", "sha256(")
-    from spanrl.transitions import SCHEMA_VERSION
-
     (want,) = con.execute(duckdb_hash, {"schema_version": str(SCHEMA_VERSION)}).fetchone()
     assert manifest["content_hash"] == want == content_hash(folder)
