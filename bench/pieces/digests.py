@@ -1,5 +1,6 @@
-"""The per-rollout digests (transitions/sql/snapshot/rollout_digests.sql): sha256, the rows as text, the ordered
-string_agg, and DuckDB's hash() (fast, but not stable across DuckDB versions: readers re-hash elsewhere)."""
+"""The per-rollout digests (transitions/sql/snapshot/rollout_digests.sql): sha256 (DuckDB's and spanrl_sha256,
+OpenSSL's), the rows as text, the ordered string_agg, and DuckDB's hash() (fast, but not stable across DuckDB
+versions: readers re-hash elsewhere)."""
 
 import re
 from pathlib import Path
@@ -14,6 +15,8 @@ VARIANTS = {
     "string_agg, no sha256": f"SELECT sum(n) FROM (SELECT strlen(string_agg(CAST(ROW({COLS}) AS VARCHAR), chr(10) "
                              "ORDER BY step)) AS n FROM transition_rows GROUP BY rollout_id)",
     "sha256 per row": f"SELECT max(sha256(CAST(ROW({COLS}) AS VARCHAR))) FROM transition_rows",
+    # transitions/hashing.py: what the statement calls now (OpenSSL by hashlib), the same hex digests
+    "spanrl_sha256 per row": f"SELECT max(spanrl_sha256(CAST(ROW({COLS}) AS VARCHAR))) FROM transition_rows",
     "hash() per row": f"SELECT max(h) FROM (SELECT list(hash(ROW({COLS})) ORDER BY step) AS h FROM transition_rows "
                       "GROUP BY rollout_id)",
 }
