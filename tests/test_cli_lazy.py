@@ -43,6 +43,7 @@ def test_ingest_imports_no_pyarrow(tmp_path) -> None:
     import json
 
     from tests.ingest.otlp_lines import (
+        T0,
         log_line,
         log_record,
         new_span_id,
@@ -55,7 +56,7 @@ def test_ingest_imports_no_pyarrow(tmp_path) -> None:
     nested = [{"role": "user", "parts": [{"type": "text", "content": "q"}]}]
     tid, sid = new_trace_id(), new_span_id()
     write_lines(tmp_path / "otel" / "logs-2026-01-01T00-00-00.000.jsonl", [log_line([log_record(
-        "gen_ai.client.inference.operation.details", None, tid, sid, 1_767_225_600 * 10**9,
+        "gen_ai.client.inference.operation.details", None, tid, sid, T0,
         attrs={"gen_ai.input.messages": nested})])])
     lines = []
     for i in range(3):
