@@ -25,6 +25,11 @@ def open_lake(cfg: BuildConfig) -> duckdb.DuckDBPyConnection:
     spill.mkdir(parents=True, exist_ok=True)
     con.execute(f"SET memory_limit = {sql_literal(resolve_memory_limit(cfg.memory_limit))}")
     con.execute(f"SET temp_directory = {sql_literal(spill)}")
+    # Stage 2 orders what it writes (segment files ORDER BY their keys, aggregates ORDER BY inside) and
+    # never reads a table's insertion order, so its temp tables need not keep one: filling a table in
+    # order appends through batch indexes, which cost _span_facts a quarter of its CPU at 600k spans
+    # (bench/stage2_repeat.py; docs/architecture.md, "Determinism").
+    con.execute("SET preserve_insertion_order = false")
     if threads := cfg.threads or task_threads():  # in a Ray task: its CPUs (spanrl/workers.py)
         con.execute(f"SET threads = {int(threads)}")
     lock_down(con, builder_readable(cfg.data))

@@ -140,8 +140,10 @@ def global_file(data: Path | str, state: dict[str, Any], table: str) -> Path | N
 
 def write_segment(con: duckdb.DuckDBPyConnection, folder: Path, sources: dict[str, str], ordered: bool = True) -> int:
     """COPY each ``{table: SELECT}`` into ``folder/<table>.parquet``; the rollouts written.
-    ``ordered=False`` (a merge of segments that are each sorted already) streams without a sort:
-    each input's row groups stay together, so lookups by min/max statistics stay as selective."""
+    ``ordered=False`` (a merge of segments that are each sorted already) streams without a sort: an
+    output row group holds rows of one input, or of two where one input ends (the builder keeps no
+    insertion order, so the threads' row groups come out in any order), and lookups by min/max
+    statistics stay about as selective."""
     folder.mkdir(parents=True, exist_ok=True)
     for table, select in sources.items():
         if ordered and table in ORDER:

@@ -36,6 +36,8 @@ def first_run(tmp_path_factory):
     env = dict(os.environ, OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci")
     with FakeOpenAI() as fake:
         proc = rollout(data, tasks, fake.url, "--n", "2", env=env)
+        if proc.returncode == 0:  # here, not in a test: each test reads the snapshot, whichever runs alone
+            ingest(data, "--missing-reward", "zero")
         yield data, tasks, fake, proc
 
 
@@ -43,7 +45,6 @@ def test_n_rollouts_per_task_with_ids_and_groups(first_run) -> None:
     data, _, fake, proc = first_run
     assert proc.returncode == 0, proc.stderr
     assert len(fake.requests) == 3 * 2 * 2  # tool call + answer per sample
-    ingest(data, "--missing-reward", "zero")
     by_task: dict[str, list[str]] = {}
     for rollout_id, r in sorted(snapshot_rollouts(data).items()):
         assert r["n_steps"] == 2

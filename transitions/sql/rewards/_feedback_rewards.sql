@@ -7,15 +7,22 @@
 -- a query connection), so every feedback row resolves exactly as over the whole lake.
 -- reads: _feedback, _prior_rollout_ids, _prior_trace_rollouts, _prior_responses, _span_tree, _trace_rollouts, _rollout_calls
 -- creates: _feedback_rewards
-WITH known_rollouts AS (SELECT rollout_id FROM _span_tree UNION SELECT rollout_id FROM _prior_rollout_ids),
+-- Each lookup keeps only the keys some feedback row names (a semi join on the few feedback rows), so a
+-- night without feedback builds no table over its spans (0.47 CPU s at 600k spans, for nothing).
+WITH known_rollouts AS (
+    SELECT rollout_id FROM (SELECT rollout_id FROM _span_tree UNION SELECT rollout_id FROM _prior_rollout_ids)
+    SEMI JOIN _feedback USING (rollout_id)
+),
 trace_rollouts AS (
-    SELECT trace_id, rollout_id FROM _trace_rollouts
-    UNION ALL SELECT trace_id, rollout_id FROM _prior_trace_rollouts
+    SELECT trace_id, rollout_id FROM (SELECT trace_id, rollout_id FROM _trace_rollouts
+                                      UNION ALL SELECT trace_id, rollout_id FROM _prior_trace_rollouts)
+    SEMI JOIN _feedback USING (trace_id)
 ),
 responses AS (
     SELECT response_id, min(trace_id) AS trace_id, min(span_id) AS span_id, min(rollout_id) AS rollout_id
     FROM (SELECT response_id, trace_id, span_id, rollout_id FROM _rollout_calls WHERE response_id IS NOT NULL
           UNION ALL SELECT response_id, trace_id, span_id, rollout_id FROM _prior_responses)
+    SEMI JOIN _feedback USING (response_id)
     GROUP BY response_id
 )
 SELECT coalesce(f.trace_id, rc.trace_id) AS trace_id,
