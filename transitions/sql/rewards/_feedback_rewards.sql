@@ -8,7 +8,8 @@
 -- reads: _feedback, _prior_rollout_ids, _prior_trace_rollouts, _prior_responses, _span_tree, _trace_rollouts, _rollout_calls
 -- creates: _feedback_rewards
 -- Each lookup keeps only the keys some feedback row names (a semi join on the few feedback rows), so a
--- night without feedback builds no table over its spans (0.47 CPU s at 600k spans, for nothing).
+-- night without feedback builds no table over its spans (a 600k-span rebuild: 0.13 -> 0.05 CPU s,
+-- bench/pieces/feedback.py; more on an incremental night, whose _prior_* hold the older nights).
 WITH known_rollouts AS (
     SELECT rollout_id FROM (SELECT rollout_id FROM _span_tree UNION SELECT rollout_id FROM _prior_rollout_ids)
     SEMI JOIN _feedback USING (rollout_id)
