@@ -27,8 +27,8 @@ def open_lake(cfg: BuildConfig) -> duckdb.DuckDBPyConnection:
     con.execute(f"SET temp_directory = {sql_literal(spill)}")
     # Stage 2 orders what it writes (segment files ORDER BY their keys, aggregates ORDER BY inside) and
     # never reads a table's insertion order, so its temp tables need not keep one: filling a table in
-    # order appends through batch indexes, which cost _span_facts a quarter of its CPU at 600k spans
-    # (bench/stage2_repeat.py; docs/architecture.md, "Determinism").
+    # order appends through batch indexes, 0.5 of _span_facts' 2.7 CPU s in a 600k-span rebuild
+    # (bench/results/stage2_repeat_600k_insertion_order_2026-12-08.txt; docs/architecture.md, "Determinism").
     con.execute("SET preserve_insertion_order = false")
     if threads := cfg.threads or task_threads():  # in a Ray task: its CPUs (spanrl/workers.py)
         con.execute(f"SET threads = {int(threads)}")
